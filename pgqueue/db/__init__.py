@@ -1,0 +1,3 @@
+"""Storage: named queries, the executor seam and its two drivers."""
+
+from __future__ import annotations

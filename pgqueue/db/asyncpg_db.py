@@ -1,0 +1,192 @@
+"""The asyncpg implementation of :class:`~pgqueue.db.executor.Database`.
+
+Brokers and the async SDK use it: binary protocol, prepared statements cached
+per connection (asyncpg's statement cache), ``jsonb`` passed through as text so
+that JSON is encoded and decoded exactly once, by pgqueue.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Mapping, Sequence
+from typing import Any, cast
+
+import asyncpg
+
+from pgqueue.db.errormap import translating
+from pgqueue.db.executor import Executor, Listener, Notification, Row
+from pgqueue.db.queries import Query
+from pgqueue.errors import DatabaseUnavailable
+
+__all__ = ["AsyncpgDatabase", "connect_asyncpg"]
+
+
+async def _init_connection(conn: asyncpg.Connection) -> None:
+    for type_name in ("jsonb", "json"):
+        await conn.set_type_codec(
+            type_name,
+            encoder=_identity,
+            decoder=_identity,
+            schema="pg_catalog",
+            format="text",
+        )
+
+
+def _identity(value: str) -> str:
+    return value
+
+
+class _ConnExecutor:
+    """Runs queries on one connection (inside a transaction)."""
+
+    __slots__ = ("_conn",)
+
+    def __init__(self, conn: asyncpg.Connection) -> None:
+        self._conn = conn
+
+    async def fetch(self, query: Query, *args: Any) -> list[Row]:
+        with translating(write_sent=False):
+            return cast(list[Row], await self._conn.fetch(query.sql, *args))
+
+    async def fetchrow(self, query: Query, *args: Any) -> Row | None:
+        with translating(write_sent=False):
+            return cast(Row | None, await self._conn.fetchrow(query.sql, *args))
+
+    async def fetchval(self, query: Query, *args: Any) -> Any:
+        with translating(write_sent=False):
+            return await self._conn.fetchval(query.sql, *args)
+
+    async def execute(self, query: Query, *args: Any) -> None:
+        with translating(write_sent=False):
+            await self._conn.execute(query.sql, *args)
+
+
+class _AsyncpgListener:
+    def __init__(self, conn: asyncpg.Connection) -> None:
+        self._conn = conn
+        self._queue: asyncio.Queue[Notification | None] = asyncio.Queue()
+
+    def on_notify(self, _conn: object, _pid: int, channel: str, payload: str) -> None:
+        self._queue.put_nowait(Notification(channel, payload))
+
+    def on_terminate(self, _conn: object) -> None:
+        self._queue.put_nowait(None)
+
+    async def __aiter__(self) -> AsyncIterator[Notification]:  # type: ignore[override]
+        while True:
+            item = await self._queue.get()
+            if item is None:
+                raise DatabaseUnavailable("the LISTEN connection closed")
+            yield item
+
+    async def ping(self) -> None:
+        if self._conn.is_closed():
+            self._queue.put_nowait(None)
+            raise DatabaseUnavailable("the LISTEN connection closed")
+        try:
+            with translating(write_sent=False):
+                await asyncio.wait_for(self._conn.fetchval("SELECT 1"), timeout=5)
+        except Exception:
+            self._queue.put_nowait(None)
+            raise
+
+
+class AsyncpgDatabase:
+    """A pool of asyncpg connections."""
+
+    def __init__(self, dsn: str, pool: asyncpg.Pool, connect_kwargs: Mapping[str, Any]) -> None:
+        self.dsn = dsn
+        self._pool = pool
+        self._connect_kwargs = dict(connect_kwargs)
+
+    async def fetch(self, query: Query, *args: Any) -> list[Row]:
+        with translating(write_sent=query.writes):
+            return cast(list[Row], await self._pool.fetch(query.sql, *args))
+
+    async def fetchrow(self, query: Query, *args: Any) -> Row | None:
+        with translating(write_sent=query.writes):
+            return cast(Row | None, await self._pool.fetchrow(query.sql, *args))
+
+    async def fetchval(self, query: Query, *args: Any) -> Any:
+        with translating(write_sent=query.writes):
+            return await self._pool.fetchval(query.sql, *args)
+
+    async def execute(self, query: Query, *args: Any) -> None:
+        with translating(write_sent=query.writes):
+            await self._pool.execute(query.sql, *args)
+
+    @contextlib.asynccontextmanager
+    async def transaction(self) -> AsyncIterator[Executor]:
+        with translating(write_sent=False):
+            conn = await self._pool.acquire()
+        try:
+            tx = conn.transaction()
+            with translating(write_sent=False):
+                await tx.start()
+            try:
+                yield _ConnExecutor(conn)
+            except BaseException:
+                if not conn.is_closed():
+                    with contextlib.suppress(Exception):
+                        await tx.rollback()
+                raise
+            with translating(write_sent=True):
+                await tx.commit()
+        finally:
+            with contextlib.suppress(Exception):
+                await self._pool.release(conn)
+
+    @contextlib.asynccontextmanager
+    async def listen(self, channels: Sequence[str]) -> AsyncIterator[Listener]:
+        with translating(write_sent=False):
+            conn = await asyncpg.connect(self.dsn, **self._connect_kwargs)
+        listener = _AsyncpgListener(conn)
+        try:
+            conn.add_termination_listener(listener.on_terminate)
+            with translating(write_sent=False):
+                for channel in channels:
+                    await conn.add_listener(channel, listener.on_notify)
+            yield listener
+        finally:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(conn.close(), timeout=2)
+            if not conn.is_closed():
+                conn.terminate()
+
+    async def close(self) -> None:
+        try:
+            await asyncio.wait_for(self._pool.close(), timeout=10)
+        except (TimeoutError, asyncio.TimeoutError):
+            self._pool.terminate()
+
+
+async def connect_asyncpg(
+    dsn: str,
+    *,
+    min_size: int = 2,
+    max_size: int = 10,
+    application_name: str = "pgqueue",
+    server_settings: Mapping[str, str] | None = None,
+    statement_cache_size: int = 256,
+) -> AsyncpgDatabase:
+    """Open a pool.  Every connection commits synchronously (G1)."""
+    settings = {"application_name": application_name[:63], "synchronous_commit": "on"}
+    settings.update(server_settings or {})
+    connect_kwargs: dict[str, Any] = {
+        "server_settings": settings,
+        "statement_cache_size": statement_cache_size,
+    }
+    with translating(write_sent=False):
+        try:
+            pool = await asyncpg.create_pool(
+                dsn,
+                min_size=min_size,
+                max_size=max_size,
+                init=_init_connection,
+                **connect_kwargs,
+            )
+        except (OSError, asyncio.TimeoutError) as exc:
+            raise DatabaseUnavailable(f"cannot connect to PostgreSQL: {exc}") from exc
+    assert pool is not None
+    return AsyncpgDatabase(dsn, pool, connect_kwargs)

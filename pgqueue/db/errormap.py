@@ -1,0 +1,91 @@
+"""Driver errors become pgqueue errors here, and only here.
+
+The rule that matters is G1: an error after COMMIT was sent (or after an
+autocommit write statement was sent) is *indeterminate*, never a failure.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Iterator
+
+import asyncpg
+import psycopg
+import psycopg.errors
+
+from pgqueue.errors import (
+    DatabaseUnavailable,
+    IndeterminateCommit,
+    PgQueueError,
+    StorageError,
+)
+
+__all__ = ["TransientConflict", "is_connection_error", "translate", "translating"]
+
+_RETRYABLE_SQLSTATES = frozenset({"40001", "40P01", "55P03"})
+
+
+class TransientConflict(StorageError):
+    """Serialization failure, deadlock or lock timeout: rolled back, safe to retry."""
+
+
+def _sqlstate(exc: BaseException) -> str | None:
+    if isinstance(exc, asyncpg.PostgresError):
+        return getattr(exc, "sqlstate", None)
+    if isinstance(exc, psycopg.Error):
+        return exc.sqlstate
+    return None
+
+
+def is_connection_error(exc: BaseException) -> bool:
+    """True when ``exc`` means the connection is gone or unusable."""
+    state = _sqlstate(exc)
+    if state:
+        return str(state).startswith(("08", "57P"))
+    return isinstance(
+        exc,
+        asyncpg.PostgresConnectionError
+        | asyncpg.exceptions.ConnectionDoesNotExistError
+        | asyncpg.InterfaceError
+        | psycopg.OperationalError
+        | psycopg.InterfaceError
+        | ConnectionError
+        | OSError
+        | asyncio.TimeoutError,
+    )
+
+
+def translate(exc: BaseException, *, write_sent: bool) -> PgQueueError:
+    """The pgqueue error for a driver error.
+
+    ``write_sent`` is true when a write may have committed: an autocommit write
+    statement or a COMMIT had been sent when the connection broke.
+    """
+    if isinstance(exc, PgQueueError):
+        return exc
+    state = _sqlstate(exc)
+    if state in _RETRYABLE_SQLSTATES:
+        return TransientConflict(f"transaction conflict ({state}), rolled back")
+    if state == "57014":
+        return StorageError("statement timed out (statement_timeout)")
+    if is_connection_error(exc):
+        if write_sent:
+            return IndeterminateCommit(
+                "the database connection broke after the write was sent; it may have "
+                "committed (retry with the same custom id to be safe)"
+            )
+        return DatabaseUnavailable(f"database unavailable: {type(exc).__name__}: {exc}")
+    return StorageError(f"database error{f' {state}' if state else ''}: {exc}")
+
+
+@contextlib.contextmanager
+def translating(*, write_sent: bool) -> Iterator[None]:
+    """Re-raise driver errors raised in the block as pgqueue errors."""
+    try:
+        yield
+    except PgQueueError:
+        raise
+    except (asyncpg.PostgresError, asyncpg.InterfaceError, psycopg.Error, OSError,
+            asyncio.TimeoutError) as exc:
+        raise translate(exc, write_sent=write_sent) from exc

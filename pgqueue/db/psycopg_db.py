@@ -1,0 +1,181 @@
+"""The psycopg 3 implementation of :class:`~pgqueue.db.executor.Database`.
+
+Used by tooling and by code that already lives on psycopg; it runs the same
+named queries (rewritten once to ``%(pN)s`` placeholders) and passes the same
+conformance suite as the asyncpg implementation.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Mapping, Sequence
+from typing import Any, cast
+
+import psycopg
+from psycopg.rows import dict_row
+from psycopg.types.string import TextLoader
+from psycopg_pool import AsyncConnectionPool, PoolTimeout
+
+from pgqueue.db.errormap import translating
+from pgqueue.db.executor import Executor, Listener, Notification, Row
+from pgqueue.db.queries import Query
+from pgqueue.errors import DatabaseUnavailable
+
+__all__ = ["PsycopgDatabase", "connect_psycopg"]
+
+
+def _params(args: tuple[Any, ...]) -> dict[str, Any]:
+    return {f"p{i}": value for i, value in enumerate(args, start=1)}
+
+
+def _configure_adapters(conn: psycopg.AsyncConnection[Any]) -> None:
+    conn.adapters.register_loader("jsonb", TextLoader)
+    conn.adapters.register_loader("json", TextLoader)
+
+
+class _ConnExecutor:
+    __slots__ = ("_conn", "_write_sent")
+
+    def __init__(self, conn: psycopg.AsyncConnection[Any], *, autocommit: bool) -> None:
+        self._conn = conn
+        self._write_sent = autocommit
+
+    async def fetch(self, query: Query, *args: Any) -> list[Row]:
+        with translating(write_sent=self._write_sent and query.writes):
+            cur = await self._conn.execute(query.psycopg_sql, _params(args))  # type: ignore[arg-type]
+            if cur.description is None:
+                return []
+            return cast(list[Row], await cur.fetchall())
+
+    async def fetchrow(self, query: Query, *args: Any) -> Row | None:
+        rows = await self.fetch(query, *args)
+        return rows[0] if rows else None
+
+    async def fetchval(self, query: Query, *args: Any) -> Any:
+        row = await self.fetchrow(query, *args)
+        if row is None:
+            return None
+        return next(iter(cast(Mapping[str, Any], row).values()))
+
+    async def execute(self, query: Query, *args: Any) -> None:
+        with translating(write_sent=self._write_sent and query.writes):
+            await self._conn.execute(query.psycopg_sql, _params(args))  # type: ignore[arg-type]
+
+
+class _PsycopgListener:
+    def __init__(self, conn: psycopg.AsyncConnection[Any]) -> None:
+        self._conn = conn
+
+    async def __aiter__(self) -> AsyncIterator[Notification]:  # type: ignore[override]
+        with translating(write_sent=False):
+            async for notify in self._conn.notifies():
+                yield Notification(notify.channel, notify.payload)
+        raise DatabaseUnavailable("the LISTEN connection closed")
+
+    async def ping(self) -> None:
+        if self._conn.closed:
+            raise DatabaseUnavailable("the LISTEN connection closed")
+
+
+class PsycopgDatabase:
+    """A pool of psycopg async connections in autocommit mode."""
+
+    def __init__(self, dsn: str, pool: AsyncConnectionPool[Any], settings: Mapping[str, str]):
+        self.dsn = dsn
+        self._pool = pool
+        self._settings = dict(settings)
+
+    async def fetch(self, query: Query, *args: Any) -> list[Row]:
+        async with self._connection() as conn:
+            return await _ConnExecutor(conn, autocommit=True).fetch(query, *args)
+
+    async def fetchrow(self, query: Query, *args: Any) -> Row | None:
+        async with self._connection() as conn:
+            return await _ConnExecutor(conn, autocommit=True).fetchrow(query, *args)
+
+    async def fetchval(self, query: Query, *args: Any) -> Any:
+        async with self._connection() as conn:
+            return await _ConnExecutor(conn, autocommit=True).fetchval(query, *args)
+
+    async def execute(self, query: Query, *args: Any) -> None:
+        async with self._connection() as conn:
+            await _ConnExecutor(conn, autocommit=True).execute(query, *args)
+
+    @contextlib.asynccontextmanager
+    async def _connection(self) -> AsyncIterator[psycopg.AsyncConnection[Any]]:
+        with translating(write_sent=False):
+            async with self._pool.connection() as conn:
+                yield conn
+
+    @contextlib.asynccontextmanager
+    async def transaction(self) -> AsyncIterator[Executor]:
+        async with self._connection() as conn:
+            with translating(write_sent=False):
+                await conn.execute("BEGIN")
+            try:
+                yield _ConnExecutor(conn, autocommit=False)
+            except BaseException:
+                with contextlib.suppress(Exception):
+                    await conn.execute("ROLLBACK")
+                raise
+            with translating(write_sent=True):
+                await conn.execute("COMMIT")
+
+    @contextlib.asynccontextmanager
+    async def listen(self, channels: Sequence[str]) -> AsyncIterator[Listener]:
+        with translating(write_sent=False):
+            conn = await psycopg.AsyncConnection.connect(
+                self.dsn, autocommit=True, options=_options(self._settings)
+            )
+        try:
+            with translating(write_sent=False):
+                for channel in channels:
+                    await conn.execute(f'LISTEN "{channel}"')  # type: ignore[arg-type]
+            yield _PsycopgListener(conn)
+        finally:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(conn.close(), timeout=2)
+
+    async def close(self) -> None:
+        await self._pool.close(timeout=10)
+
+
+def _options(settings: Mapping[str, str]) -> str:
+    return " ".join(f"-c {key}={value}" for key, value in settings.items())
+
+
+async def connect_psycopg(
+    dsn: str,
+    *,
+    min_size: int = 1,
+    max_size: int = 10,
+    application_name: str = "pgqueue",
+    server_settings: Mapping[str, str] | None = None,
+) -> PsycopgDatabase:
+    """Open a pool of psycopg connections (autocommit, dict rows, jsonb as text)."""
+    settings = {"synchronous_commit": "on"}
+    settings.update(server_settings or {})
+
+    async def configure(conn: psycopg.AsyncConnection[Any]) -> None:
+        _configure_adapters(conn)
+
+    pool: AsyncConnectionPool[Any] = AsyncConnectionPool(
+        dsn,
+        min_size=min_size,
+        max_size=max_size,
+        open=False,
+        configure=configure,
+        kwargs={
+            "autocommit": True,
+            "row_factory": dict_row,
+            "application_name": application_name[:63],
+            "options": _options(settings),
+        },
+    )
+    try:
+        await pool.open(wait=True, timeout=15)
+    except PoolTimeout as exc:
+        await pool.close()
+        raise DatabaseUnavailable(f"cannot connect to PostgreSQL: {exc}") from exc
+    return PsycopgDatabase(dsn, pool, settings)

@@ -1,0 +1,99 @@
+"""The schema's version: migrate it (alembic) and check it (brokers never create it).
+
+``pgqueue migrate`` and ``alembic upgrade head`` run the same revisions under
+one advisory lock.  A manager refuses to start on a schema that is missing,
+older than it needs, or newer than it knows, and says what to run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from importlib import resources
+from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
+
+from pgqueue.db.executor import Executor
+from pgqueue.db.queries import Q
+from pgqueue.errors import SchemaError
+
+__all__ = [
+    "KNOWN_REVISIONS",
+    "MIGRATION_LOCK_KEY",
+    "SCHEMA_VERSION",
+    "VERSION_TABLE",
+    "check_schema",
+    "migrate",
+    "migrate_async",
+    "migrations_dir",
+    "sqlalchemy_url",
+]
+
+VERSION_TABLE = "pgqueue_alembic_version"
+KNOWN_REVISIONS = ("0001",)
+SCHEMA_VERSION = KNOWN_REVISIONS[-1]
+MIGRATION_LOCK_KEY = 0x7067_7175_6575_6501  # "pgqueue" + 1
+
+
+def migrations_dir() -> Path:
+    """Where the alembic scripts live: the installed copy, else the source tree."""
+    try:
+        packaged = resources.files("pgqueue") / "_migrations"
+        if packaged.is_dir():
+            return Path(str(packaged))
+    except (ModuleNotFoundError, FileNotFoundError):
+        pass
+    return Path(__file__).resolve().parents[2] / "migrations"
+
+
+def sqlalchemy_url(dsn: str) -> str:
+    """A libpq DSN (``postgresql://…``) as a SQLAlchemy URL for psycopg 3."""
+    parts = urlsplit(dsn)
+    if parts.scheme not in ("postgres", "postgresql", "postgresql+psycopg"):
+        raise SchemaError(f"not a PostgreSQL URL: scheme {parts.scheme!r}")
+    return urlunsplit(("postgresql+psycopg", *parts[1:]))
+
+
+def migrate(dsn: str, revision: str = "head") -> None:
+    """Upgrade (or downgrade, with a revision id) the schema of the database at ``dsn``."""
+    from alembic import command
+    from alembic.config import Config as AlembicConfig
+
+    config = AlembicConfig()
+    config.set_main_option("script_location", str(migrations_dir()))
+    config.attributes["dsn"] = dsn
+    if revision.startswith("-") or (revision != "head" and _is_older(revision)):
+        command.downgrade(config, revision)
+    else:
+        command.upgrade(config, revision)
+
+
+async def migrate_async(dsn: str, revision: str = "head") -> None:
+    """:func:`migrate` from async code (alembic is synchronous)."""
+    await asyncio.to_thread(migrate, dsn, revision)
+
+
+def _is_older(revision: str) -> bool:
+    return revision == "base" or (revision in KNOWN_REVISIONS and revision < SCHEMA_VERSION)
+
+
+async def check_schema(db: Executor) -> str:
+    """Return the schema version, or raise :class:`SchemaError` saying what to run."""
+    if not await db.fetchval(Q.schema_version_table_exists):
+        raise SchemaError(
+            "the pgqueue schema is missing from this database: run `pgqueue migrate` "
+            "(or `alembic upgrade head`) first"
+        )
+    version = await db.fetchval(Q.schema_version_get)
+    if version is None:
+        raise SchemaError("the pgqueue schema is empty: run `pgqueue migrate`")
+    if version not in KNOWN_REVISIONS:
+        raise SchemaError(
+            f"the pgqueue schema is at revision {version}, newer than this pgqueue knows "
+            f"({SCHEMA_VERSION}): upgrade pgqueue on this host"
+        )
+    if version != SCHEMA_VERSION:
+        raise SchemaError(
+            f"the pgqueue schema is at revision {version}; this pgqueue needs "
+            f"{SCHEMA_VERSION}: run `pgqueue migrate`"
+        )
+    return str(version)

@@ -1,0 +1,187 @@
+"""The reaper: expired leases and expired TTLs, on the leader, on the database clock.
+
+An active job whose lease ended was abandoned (its worker or broker died or
+froze) or ran past its ``timeout``.  The reaper locks such jobs with ``SKIP
+LOCKED`` and applies :func:`pgqueue.manager.policy.decide_stall` with the same
+compare-and-set on ``(id, state, fence)`` as every other writer (G3, G6): a
+worker acking at the same instant either wins the row or is rejected.
+
+Pending jobs whose TTL passed are dead-lettered with reason ``ttl_expired``
+(nothing admitted is silently dropped).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+
+from pgqueue.db.executor import Executor, Row
+from pgqueue.db.queries import Q
+from pgqueue.db.retry import in_transaction
+from pgqueue.errors import PgQueueError
+from pgqueue.maintenance.leader import LeaderElector
+from pgqueue.manager.completion import DeadLetter, dead_letter_locked, requeue
+from pgqueue.manager.context import EngineContext
+from pgqueue.manager.policy import decide_stall
+from pgqueue.service import Service
+
+__all__ = ["ReapReport", "Reaper", "reap_once"]
+
+log = logging.getLogger("pgqueue.reaper")
+
+
+@dataclass(slots=True)
+class ReapReport:
+    """What one sweep did."""
+
+    stalled: int = 0
+    retried: int = 0
+    dead_lettered: int = 0
+    ttl_expired: int = 0
+
+    @property
+    def total(self) -> int:
+        return self.stalled + self.retried + self.dead_lettered + self.ttl_expired
+
+
+async def _stall_settings(tx: Executor, ctx: EngineContext, rows: list[Row]) -> dict[str, Any]:
+    queues = sorted({row["queue"] for row in rows})
+    configs = await tx.fetch(Q.queue_stall_configs, ctx.namespace, queues)
+    return {row["queue"]: orjson.loads(row["stall_config"]) for row in configs}
+
+
+def _entry(row: Row, reason: str, error: str) -> dict[str, Any]:
+    started = row["started_at"]
+    return {
+        "attempt": row["attempts"] + 1,
+        "startedAt": started,
+        "failedAt": row["now"],
+        "reason": reason,
+        "error": error,
+        "duration": None if started is None else round(row["now"] - started, 3),
+    }
+
+
+async def _reap_leases(tx: Executor, ctx: EngineContext, report: ReapReport) -> int:
+    rows = await tx.fetch(Q.job_lock_expired_leases, ctx.namespace, ctx.config.reaper_batch)
+    if not rows:
+        return 0
+    settings = await _stall_settings(tx, ctx, rows)
+    requeues: list[tuple[Any, ...]] = []
+    dead: list[DeadLetter] = []
+    for row in rows:
+        config = settings.get(row["queue"], {})
+        decision = decide_stall(
+            timed_out=row["timed_out"],
+            stall_count=row["stall_count"],
+            max_stalls=int(config.get("maxStalls", ctx.config.max_stalls_default)),
+            stall_detection=bool(config.get("enabled", True)),
+            attempts_before=row["attempts"],
+            max_attempts=row["max_attempts"],
+            backoff_type=row["backoff_type"],
+            backoff_ms=row["backoff_ms"],
+            backoff_max_ms=row["backoff_max_ms"],
+        )
+        error = (
+            f"job timed out after {row['timeout_ms']} ms"
+            if decision.reason == "timeout"
+            else f"lease expired (owner {row['lease_owner'] or '?'} on broker "
+            f"{row['lease_broker'] or '?'} stopped renewing)"
+        )
+        entry = _entry(row, decision.reason, error)
+        if decision.action == "dead_letter":
+            dead.append(
+                DeadLetter(row["id"], row["queue"], row["fence"], "active", decision.reason,
+                           error, entry, int(decision.counts_attempt))
+            )
+            continue
+        if decision.action == "retry":
+            event, payload = "failed", {
+                "failedReason": error, "reason": "timeout", "terminal": False,
+                "attemptsMade": row["attempts"] + 1, "delay": decision.delay_ms,
+            }
+            report.retried += 1
+        else:
+            event, payload = "stalled", {
+                "stallCount": row["stall_count"] + int(decision.counts_stall),
+                "owner": row["lease_owner"], "reason": decision.reason,
+            }
+            report.stalled += 1
+        requeues.append(
+            (row["id"], row["fence"], "active", decision.delay_ms, int(decision.counts_attempt),
+             int(decision.counts_stall), error, None, orjson.dumps(entry).decode(), event,
+             orjson.dumps(payload).decode(), None)
+        )
+    if requeues:
+        await requeue(tx, ctx, requeues)
+    if dead:
+        await dead_letter_locked(tx, ctx, dead)
+        report.dead_lettered += len(dead)
+    return len(rows)
+
+
+async def _reap_ttl(tx: Executor, ctx: EngineContext, report: ReapReport) -> int:
+    rows = await tx.fetch(Q.job_lock_expired_ttl, ctx.namespace, ctx.config.reaper_batch)
+    if rows:
+        await dead_letter_locked(
+            tx,
+            ctx,
+            [
+                DeadLetter(row["id"], row["queue"], row["fence"], "pending", "ttl_expired",
+                           "the job's TTL passed before it was processed", None, 0)
+                for row in rows
+            ],
+        )
+        report.ttl_expired += len(rows)
+    return len(rows)
+
+
+async def reap_once(ctx: EngineContext) -> ReapReport:
+    """Sweep until no expired lease or TTL is left (each batch its own transaction)."""
+    report = ReapReport()
+    batch = ctx.config.reaper_batch
+    for sweep in (_reap_leases, _reap_ttl):
+        while True:
+            async def body(tx: Executor, sweep: Any = sweep) -> int:
+                return int(await sweep(tx, ctx, report))
+
+            if await in_transaction(ctx.db, body) < batch:
+                break
+    return report
+
+
+class Reaper(Service):
+    """Runs :func:`reap_once` every ``reaper_interval_ms`` while this broker leads."""
+
+    name = "reaper"
+
+    def __init__(self, ctx: EngineContext, elector: LeaderElector) -> None:
+        super().__init__()
+        self._ctx = ctx
+        self._elector = elector
+        self.sweeps = 0
+        self.last_report = ReapReport()
+        self.swept = asyncio.Event()
+
+    async def run(self) -> None:
+        self.started.set()
+        interval = self._ctx.config.reaper_interval_ms / 1000
+        purge_every = max(1, int(60_000 / self._ctx.config.reaper_interval_ms))
+        while True:
+            await self._elector.is_leader.wait()
+            try:
+                self.last_report = await reap_once(self._ctx)
+                self.sweeps += 1
+                if self.sweeps % purge_every == 0:
+                    await self._ctx.db.execute(
+                        Q.session_purge_stale, self._ctx.namespace,
+                        self._ctx.config.session_stale_ms * 2,
+                    )
+                self.swept.set()
+            except PgQueueError as exc:
+                log.warning("reaper sweep failed: %s", exc)
+            await asyncio.sleep(interval)

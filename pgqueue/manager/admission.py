@@ -1,0 +1,317 @@
+"""Admission: push, bulk push and flows, each all-or-nothing in one transaction.
+
+The plain batch is one multi-row statement (jobs + 'pushed' events + queue
+registry + one NOTIFY hint).  Conflicts on a custom id or a live unique key
+are resolved in that statement (``ON CONFLICT DO NOTHING``); the skipped rows
+are then mapped to the live job that holds the id or key, which is what the
+caller gets back (G4: one job per custom id, whatever broker the pushes hit).
+
+Batches with dependencies or parents (flows) take the graph path: dependency
+targets outside the batch are locked and flagged first, so that a dependency
+completing concurrently cannot miss the new edge.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from pgqueue.db.executor import Executor
+from pgqueue.db.queries import Q
+from pgqueue.db.retry import in_transaction
+from pgqueue.db.errormap import TransientConflict
+from pgqueue.errors import DependencyNotFound, DuplicateJob
+from pgqueue.ids import uuid7_many
+from pgqueue.manager.context import EngineContext
+from pgqueue.manager.options import JobSpec
+
+__all__ = ["CHUNK_SIZE", "admit"]
+
+CHUNK_SIZE = 5_000
+
+
+@dataclass(slots=True)
+class _Plan:
+    """A batch with ids assigned and its dependency graph worked out."""
+
+    specs: Sequence[JobSpec]
+    ids: list[str]
+    pending_deps: list[int]
+    has_dependents: list[bool]
+    edges: list[tuple[int, str]] = field(default_factory=list)  # (dependent index, target id)
+    external_parents: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def is_graph(self) -> bool:
+        return bool(self.edges) or bool(self.external_parents)
+
+
+def _plan(specs: Sequence[JobSpec]) -> _Plan:
+    fresh = iter(uuid7_many(sum(1 for s in specs if s.id is None)))
+    ids = [s.id if s.id is not None else next(fresh) for s in specs]
+    plan = _Plan(specs, ids, [0] * len(specs), [False] * len(specs))
+    if not any(s.depends_on or s.parent_id for s in specs):
+        return plan
+    index = {job_id: i for i, job_id in enumerate(ids)}
+    for i, spec in enumerate(specs):
+        for target in dict.fromkeys(spec.depends_on):
+            if target == ids[i]:
+                raise DependencyNotFound(f"Job {target} cannot depend on itself", field="dependsOn")
+            plan.edges.append((i, target))
+        if spec.parent_id is not None:
+            parent = index.get(spec.parent_id)
+            if parent is None:
+                plan.external_parents[spec.parent_id] = (
+                    plan.external_parents.get(spec.parent_id, 0) + 1
+                )
+            else:
+                plan.edges.append((parent, ids[i]))
+    plan.edges = list(dict.fromkeys(plan.edges))
+    for dependent, target in plan.edges:
+        plan.pending_deps[dependent] += 1
+        if target in index:
+            plan.has_dependents[index[target]] = True
+    _check_acyclic(ids, plan.edges, index)
+    return plan
+
+
+def _check_acyclic(ids: list[str], edges: list[tuple[int, str]], index: dict[str, int]) -> None:
+    graph: dict[int, list[int]] = {}
+    for dependent, target in edges:
+        if target in index:
+            graph.setdefault(dependent, []).append(index[target])
+    state: dict[int, int] = {}
+    for start in graph:
+        stack = [(start, iter(graph.get(start, ())))]
+        state[start] = 1
+        while stack:
+            node, children = stack[-1]
+            for child in children:
+                mark = state.get(child, 0)
+                if mark == 1:
+                    raise DependencyNotFound(
+                        f"Dependency cycle through job {ids[child]}", field="dependsOn"
+                    )
+                if mark == 0:
+                    state[child] = 1
+                    stack.append((child, iter(graph.get(child, ()))))
+                    break
+            else:
+                state[node] = 2
+                stack.pop()
+
+
+def _insert_args(ns: str, plan: _Plan, lo: int, hi: int) -> tuple[object, ...]:
+    specs = plan.specs[lo:hi]
+    return (
+        ns,
+        plan.ids[lo:hi],
+        [s.queue for s in specs],
+        [s.name for s in specs],
+        [s.data_json for s in specs],
+        [s.priority for s in specs],
+        [s.lifo for s in specs],
+        [s.delay_ms for s in specs],
+        [s.max_attempts for s in specs],
+        [s.backoff.type for s in specs],
+        [s.backoff.delay_ms for s in specs],
+        [s.backoff.max_delay_ms for s in specs],
+        [s.timeout_ms for s in specs],
+        [s.ttl_ms for s in specs],
+        [s.stall_timeout_ms for s in specs],
+        [s.remove_on_complete for s in specs],
+        [s.remove_on_fail for s in specs],
+        [s.custom_id for s in specs],
+        [s.unique_key for s in specs],
+        [s.unique_ttl_ms for s in specs],
+        [s.group_id for s in specs],
+        [s.parent_id for s in specs],
+        [s.parent_queue for s in specs],
+        plan.pending_deps[lo:hi],
+        plan.has_dependents[lo:hi],
+        [s.opts_json for s in specs],
+        [s.created_at_ms for s in specs],
+    )
+
+
+async def _insert(ex: Executor, ns: str, plan: _Plan) -> set[str]:
+    inserted: set[str] = set()
+    for lo in range(0, len(plan.ids), CHUNK_SIZE):
+        rows = await ex.fetch(Q.job_insert_batch, *_insert_args(ns, plan, lo, lo + CHUNK_SIZE))
+        inserted.update(row["id"] for row in rows)
+    return inserted
+
+
+def _needs_transaction(plan: _Plan) -> bool:
+    if len(plan.ids) > CHUNK_SIZE or plan.is_graph:
+        return True
+    return any(s.custom_id is not None or s.unique_key is not None for s in plan.specs)
+
+
+async def admit(ctx: EngineContext, specs: Sequence[JobSpec]) -> list[str]:
+    """Admit ``specs`` atomically; return one id per spec, in order.
+
+    A spec whose custom id or unique key names a live job gets that job's id
+    (and nothing is written for it).
+    """
+    if not specs:
+        return []
+    plan = _plan(specs)
+    ns = ctx.namespace
+    if not _needs_transaction(plan):
+        inserted = await _insert(ctx.db, ns, plan)
+        if len(inserted) != len(plan.ids):  # pragma: no cover - fresh UUIDv7s never collide
+            raise DuplicateJob("a generated job id collided; retry the push")
+        return plan.ids
+
+    async def body(tx: Executor) -> list[str]:
+        return await _admit_in(tx, ns, plan)
+
+    return await in_transaction(ctx.db, body)
+
+
+async def _admit_in(tx: Executor, ns: str, plan: _Plan) -> list[str]:
+    specs = plan.specs
+    custom_ids = [s.custom_id for s in specs if s.custom_id is not None]
+    if custom_ids:
+        await tx.execute(Q.job_retire_finished_generations, ns, custom_ids)
+    keyed = [s for s in specs if s.unique_key is not None]
+    if keyed:
+        await tx.execute(
+            Q.job_unique_keys_release_expired,
+            ns,
+            [s.queue for s in keyed],
+            [s.unique_key for s in keyed],
+        )
+        for spec in keyed:
+            if spec.dedup_mode == "replace":
+                await _replace_owner(tx, ns, spec)
+    if plan.is_graph:
+        await _resolve_external_targets(tx, ns, plan)
+    inserted = await _insert(tx, ns, plan)
+    result = list(plan.ids)
+    skipped = [i for i, job_id in enumerate(plan.ids) if job_id not in inserted]
+    if skipped:
+        await _resolve_skipped(tx, ns, plan, skipped, result)
+    if plan.is_graph:
+        await _write_edges(tx, ns, plan, inserted)
+    return result
+
+
+async def _replace_owner(tx: Executor, ns: str, spec: JobSpec) -> None:
+    row = await tx.fetchrow(Q.job_unique_key_take_over, ns, spec.queue, spec.unique_key)
+    if row is not None and row["state"] != "active" and row["has_dependents"]:
+        raise DuplicateJob(
+            f"Cannot replace job {row['id']}: other jobs depend on it",
+            existing_id=row["id"],
+        )
+
+
+async def _resolve_external_targets(tx: Executor, ns: str, plan: _Plan) -> None:
+    """Lock live dependency targets outside the batch; resolve or refuse the rest."""
+    batch_ids = set(plan.ids)
+    external = sorted({t for _, t in plan.edges if t not in batch_ids})
+    parents = sorted(plan.external_parents)
+    wanted = sorted(set(external) | set(parents))
+    if not wanted:
+        return
+    live = {row["id"]: row["state"] for row in await tx.fetch(Q.job_flag_dependents, ns, wanted)}
+    missing_parents = [p for p in parents if p not in live]
+    if missing_parents:
+        raise DependencyNotFound(f"Parent job not found: {missing_parents[0]}", field="parentId")
+    done = {
+        row["id"]
+        for row in await tx.fetch(Q.job_completed_ids, ns, [t for t in external if t not in live])
+    }
+    for target in external:
+        if target not in live and target not in done:
+            raise DependencyNotFound(f"Dependency job not found: {target}", field="dependsOn")
+    if done:
+        kept = []
+        for dependent, target in plan.edges:
+            if target in done:
+                plan.pending_deps[dependent] -= 1
+            else:
+                kept.append((dependent, target))
+        plan.edges = kept
+
+
+async def _resolve_skipped(
+    tx: Executor, ns: str, plan: _Plan, skipped: list[int], result: list[str]
+) -> None:
+    specs = plan.specs
+    rows = await tx.fetch(
+        Q.job_find_live_owners,
+        ns,
+        [plan.ids[i] for i in skipped],
+        [specs[i].queue for i in skipped],
+        [specs[i].unique_key for i in skipped],
+    )
+    owners = {skipped[row["ord"] - 1]: (row["id"], row["by"]) for row in rows}
+    events: list[tuple[str, str, str]] = []
+    for i in skipped:
+        spec = specs[i]
+        owner = owners.get(i)
+        if owner is None:
+            # The holder finished between our insert and this read: try again.
+            raise TransientConflict("the conflicting job finished meanwhile")
+        owner_id, by = owner
+        if by == "unique_key" and spec.dedup_mode == "extend":
+            extended = await tx.fetchrow(
+                Q.job_unique_key_extend, ns, spec.queue, spec.unique_key, spec.unique_ttl_ms
+            )
+            if extended is None:
+                raise DuplicateJob("Duplicate unique_key (extended TTL)")
+        result[i] = owner_id
+        events.append((spec.queue, owner_id, by))
+    await tx.execute(
+        Q.event_insert_many,
+        ns,
+        [q for q, _, _ in events],
+        [j for _, j, _ in events],
+        ["duplicated"] * len(events),
+        [f'{{"by": "{by}"}}' for _, _, by in events],
+    )
+
+
+async def _write_edges(tx: Executor, ns: str, plan: _Plan, inserted: set[str]) -> None:
+    edges = [(plan.ids[d], t) for d, t in plan.edges if plan.ids[d] in inserted]
+    skipped_targets = sorted({t for _, t in edges if t in set(plan.ids) and t not in inserted})
+    if skipped_targets:
+        # A dependency inside the batch already existed: it is an outside target now.
+        live = {row["id"] for row in await tx.fetch(Q.job_flag_dependents, ns, skipped_targets)}
+        done = [t for t in skipped_targets if t not in live]
+        if done:
+            completed = {row["id"] for row in await tx.fetch(Q.job_completed_ids, ns, done)}
+            resolved = [(d, t) for d, t in edges if t in completed]
+            counts: dict[str, int] = {}
+            for dependent, _ in resolved:
+                counts[dependent] = counts.get(dependent, 0) - 1
+            if counts:
+                await tx.execute(
+                    Q.job_add_pending_deps, ns, list(counts), list(counts.values())
+                )
+            edges = [(d, t) for d, t in edges if t not in completed]
+    if edges:
+        await tx.execute(
+            Q.dependency_insert_many, ns, [d for d, _ in edges], [t for _, t in edges]
+        )
+    parents = {p: n for p, n in plan.external_parents.items()}
+    if parents:
+        children = [
+            (plan.specs[i].parent_id, plan.ids[i])
+            for i in range(len(plan.ids))
+            if plan.ids[i] in inserted and plan.specs[i].parent_id in parents
+        ]
+        counts = {}
+        for parent, _ in children:
+            assert parent is not None
+            counts[parent] = counts.get(parent, 0) + 1
+        if counts:
+            await tx.execute(Q.job_add_pending_deps, ns, list(counts), list(counts.values()))
+            await tx.execute(
+                Q.dependency_insert_many,
+                ns,
+                [p for p, _ in children],
+                [c for _, c in children],
+            )

@@ -1,0 +1,90 @@
+"""Claims: one statement per batch, long-polling on NOTIFY with a polling fallback.
+
+The claim locks due jobs in claim order with ``FOR UPDATE SKIP LOCKED``,
+leases them on the database clock and bumps each job's fence, in one
+statement.  The transaction commits before any job runs: no lock is held
+while a handler works.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from pgqueue.db.queries import Q
+from pgqueue.errors import BrokerFenced, ValidationError
+from pgqueue.manager.context import EngineContext
+from pgqueue.manager.models import ClaimedJob
+from pgqueue.manager.options import validate_queue_name
+from pgqueue.manager.rows import claimed_from_row
+
+__all__ = ["MAX_PULL_COUNT", "MAX_PULL_TIMEOUT_MS", "claim_once", "pull_batch"]
+
+MAX_PULL_COUNT = 1000
+MAX_PULL_TIMEOUT_MS = 60_000
+
+
+def _check(queue: str, count: int, lock_ttl_ms: int, timeout_ms: int) -> None:
+    validate_queue_name(queue)
+    for name, value, lo, hi in (
+        ("count", count, 1, MAX_PULL_COUNT),
+        ("lockTtl", lock_ttl_ms, 1, 86_400_000),
+        ("timeout", timeout_ms, 0, MAX_PULL_TIMEOUT_MS),
+    ):
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ValidationError(f"{name} must be an integer", field=name)
+        if value < lo:
+            raise ValidationError(f"{name} must be at least {lo}", field=name)
+        if value > hi:
+            raise ValidationError(f"{name} must be at most {hi}", field=name)
+
+
+async def claim_once(
+    ctx: EngineContext, queue: str, count: int, owner: str, lock_ttl_ms: int
+) -> list[ClaimedJob]:
+    """One claim statement: up to ``count`` due jobs, leased to ``owner``."""
+    ctx.session.check()
+    rows = await ctx.db.fetch(
+        Q.job_claim_batch,
+        ctx.namespace,
+        queue,
+        count,
+        owner,
+        ctx.broker_id,
+        ctx.session_id,
+        lock_ttl_ms,
+    )
+    if rows and not rows[0]["session_live"]:
+        ctx.session.fenced.set()
+        raise BrokerFenced(f'broker "{ctx.broker_id}" is fenced: its session was taken over')
+    return [claimed_from_row(row) for row in rows if row["id"] is not None]
+
+
+async def pull_batch(
+    ctx: EngineContext,
+    queue: str,
+    count: int,
+    *,
+    owner: str,
+    lock_ttl_ms: int,
+    timeout_ms: int,
+) -> list[ClaimedJob]:
+    """Claim up to ``count`` jobs, waiting up to ``timeout_ms`` for the first ones.
+
+    The wait registers for the queue's NOTIFY hint *before* each claim, so a
+    job pushed in between is not missed; without hints it re-polls every
+    ``poll_interval_ms``.
+    """
+    _check(queue, count, lock_ttl_ms, timeout_ms)
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout_ms / 1000
+    poll = ctx.config.poll_interval_ms / 1000
+    while True:
+        with ctx.notifier.waiter(queue) as woken:
+            jobs = await claim_once(ctx, queue, count, owner, lock_ttl_ms)
+            remaining = deadline - loop.time()
+            if jobs or remaining <= 0:
+                return jobs
+            try:
+                await asyncio.wait_for(asyncio.shield(woken), min(remaining, poll))
+            except (TimeoutError, asyncio.TimeoutError):
+                pass

@@ -1,0 +1,338 @@
+"""``PostgresQueueManager``: the engine's public face.
+
+One manager = one broker session on one namespace.  It owns an asyncpg pool,
+a LISTEN connection (the notifier), the session heartbeat and, when
+``run_maintenance`` is on, a leader elector and the reaper.  Each method
+delegates to the module that owns that flow (admission, claim, completion,
+leases, reads).
+
+    async with PostgresQueueManager.connect(dsn, namespace="app") as m:
+        job_id = await m.push("emails", "welcome", {"to": "a@example.com"})
+        [claim] = await m.pull_batch("emails", 1, owner="w1", lock_ttl_ms=30_000)
+        await m.ack(claim.id, claim.token, {"sent": True})
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator, Mapping, Sequence
+from contextlib import asynccontextmanager
+from typing import Any
+
+from pgqueue.config import Config
+from pgqueue.db.asyncpg_db import connect_asyncpg
+from pgqueue.db.executor import Database
+from pgqueue.db.queries import Q
+from pgqueue.db.schema import check_schema
+from pgqueue.errors import (
+    AlreadyFinalized,
+    ConfigError,
+    JobNotFound,
+    LeaseLost,
+    PgQueueError,
+    ValidationError,
+)
+from pgqueue.maintenance.leader import LeaderElector
+from pgqueue.maintenance.reaper import Reaper, ReapReport, reap_once
+from pgqueue.manager import admission, claim, completion, leases, reads
+from pgqueue.manager.completion import FailItem
+from pgqueue.manager.context import EngineContext
+from pgqueue.manager.models import AckItem, ClaimedJob, ItemOutcome, Job, JobCounts
+from pgqueue.manager.notifier import Notifier
+from pgqueue.manager.options import JobSpec, build_job_spec, validate_queue_name
+from pgqueue.manager.sessions import BrokerSession
+
+__all__ = ["PostgresQueueManager"]
+
+log = logging.getLogger("pgqueue")
+
+
+def _raise_for(outcome: ItemOutcome) -> None:
+    if outcome.applied:
+        return
+    if outcome.reason == "already-finalized":
+        raise AlreadyFinalized(outcome.job_id)
+    if outcome.reason == "not-found":
+        raise JobNotFound(outcome.job_id, f"Job not found: {outcome.job_id}")
+    raise LeaseLost(outcome.job_id)
+
+
+class PostgresQueueManager:
+    """The queue engine on PostgreSQL (see the module docstring)."""
+
+    def __init__(self, config: Config, db: Database | None = None) -> None:
+        self.config = config.validate()
+        self._db = db
+        self._owns_db = db is None
+        self._ctx: EngineContext | None = None
+        self.elector: LeaderElector | None = None
+        self.reaper: Reaper | None = None
+
+    # -- lifecycle ---------------------------------------------------------
+
+    @classmethod
+    @asynccontextmanager
+    async def connect(
+        cls, dsn: str, *, namespace: str = "default", broker_id: str | None = None, **settings: Any
+    ) -> AsyncIterator[PostgresQueueManager]:
+        """Start a manager for the block; close it (releasing its leases) after."""
+        manager = cls(Config(dsn=dsn, namespace=namespace, broker_id=broker_id, **settings))
+        await manager.start()
+        try:
+            yield manager
+        finally:
+            await manager.close()
+
+    @property
+    def ctx(self) -> EngineContext:
+        if self._ctx is None:
+            raise PgQueueError("the manager is not started: call start() or use connect()")
+        return self._ctx
+
+    @property
+    def db(self) -> Database:
+        return self.ctx.db
+
+    @property
+    def broker_id(self) -> str:
+        return self.ctx.broker_id
+
+    @property
+    def session(self) -> BrokerSession:
+        return self.ctx.session
+
+    @property
+    def notifier(self) -> Notifier:
+        return self.ctx.notifier
+
+    @property
+    def namespace(self) -> str:
+        return self.config.namespace
+
+    async def start(self) -> None:
+        """Connect, check durability and schema, register the session, start services."""
+        config = self.config
+        if self._db is None:
+            self._db = await connect_asyncpg(
+                config.dsn,
+                min_size=config.pool_min_size,
+                max_size=config.pool_max_size,
+                application_name=f"pgqueue:{config.broker_id or 'manager'}",
+                server_settings={
+                    "statement_timeout": str(config.statement_timeout_ms),
+                    "lock_timeout": str(config.lock_timeout_ms),
+                    "idle_in_transaction_session_timeout": str(
+                        config.idle_in_transaction_timeout_ms
+                    ),
+                    **config.server_settings,
+                },
+                statement_cache_size=config.statement_cache_size,
+            )
+        db = self._db
+        try:
+            await self._check_durability(db)
+            await check_schema(db)
+            session = BrokerSession(db, config)
+            notifier = Notifier(db, config)
+            self._ctx = EngineContext(db=db, config=config, session=session, notifier=notifier)
+            await session.start()
+            await notifier.start()
+            if config.run_maintenance:
+                self.elector = LeaderElector(db, config, session)
+                self.reaper = Reaper(self._ctx, self.elector)
+                await self.elector.start()
+                await self.reaper.start()
+        except BaseException:
+            await self._shutdown(release_leases=False)
+            raise
+
+    async def _check_durability(self, db: Database) -> None:
+        row = await db.fetchrow(Q.server_durability_get)
+        assert row is not None
+        if row["fsync"] != "on" and not self.config.unsafe_durability:
+            raise ConfigError(
+                "PostgreSQL runs with fsync=off: a crash can lose acknowledged jobs. "
+                "Turn fsync on, or start with unsafe_durability=True (--unsafe-durability)"
+            )
+        if row["server_version_num"] < 140000:
+            raise ConfigError("pgqueue needs PostgreSQL 14 or newer")
+
+    async def close(self, *, release_leases: bool = True) -> None:
+        """Stop services; release this session's leases at once; end the session."""
+        await self._shutdown(release_leases=release_leases)
+
+    async def _shutdown(self, *, release_leases: bool) -> None:
+        ctx, self._ctx = self._ctx, None
+        if self.reaper is not None:
+            await self.reaper.stop()
+        if self.elector is not None:
+            try:
+                await self.elector.resign()
+            except PgQueueError as exc:
+                log.warning("could not resign leadership: %s", exc)
+        if ctx is not None:
+            try:
+                if release_leases and not ctx.session.fenced.is_set():
+                    released = await leases.release_session_leases(ctx)
+                    if released:
+                        log.info("released %d leases of broker %s", released, ctx.broker_id)
+                await ctx.session.end()
+            except PgQueueError as exc:
+                log.warning("could not end the broker session cleanly: %s", exc)
+            await ctx.session.stop()
+            await ctx.notifier.stop()
+        if self._owns_db and self._db is not None:
+            await self._db.close()
+            self._db = None
+
+    # -- admission -----------------------------------------------------------
+
+    def job_spec(self, queue: str, name: str, data: Any = None, **opts: Any) -> JobSpec:
+        """Validate one job without writing it."""
+        return build_job_spec(
+            queue, name, data, opts, max_payload_bytes=self.config.max_payload_bytes
+        )
+
+    async def push(self, queue: str, name: str, data: Any = None, **opts: Any) -> str:
+        """Admit one job; return its id (the live job's id for a known custom id)."""
+        return (await admission.admit(self.ctx, [self.job_spec(queue, name, data, **opts)]))[0]
+
+    async def push_bulk(self, queue: str, jobs: Sequence[Mapping[str, Any]]) -> list[str]:
+        """Admit many jobs of one queue atomically: ``[{"name", "data", **opts}, ...]``.
+
+        Options may also sit under an ``"opts"`` key.  One id per job, in order.
+        """
+        validate_queue_name(queue)
+        specs = []
+        for i, job in enumerate(jobs):
+            if not isinstance(job, Mapping):
+                raise ValidationError(f"jobs[{i}]: must be a map", field="jobs")
+            opts = {k: v for k, v in job.items() if k not in ("name", "data", "opts")}
+            nested = job.get("opts")
+            if nested is not None:
+                if not isinstance(nested, Mapping):
+                    raise ValidationError(f"jobs[{i}]: opts must be a map", field="opts")
+                opts.update(nested)
+            specs.append(
+                build_job_spec(
+                    queue, job.get("name", "default"), job.get("data"), opts,
+                    max_payload_bytes=self.config.max_payload_bytes,
+                    prefix=f"jobs[{i}]: ", queue_checked=True,
+                )
+            )
+        return await admission.admit(self.ctx, specs)
+
+    async def push_specs(self, specs: Sequence[JobSpec]) -> list[str]:
+        """Admit validated specs (any queues) atomically."""
+        return await admission.admit(self.ctx, specs)
+
+    # -- claims ----------------------------------------------------------------
+
+    async def pull_batch(
+        self,
+        queue: str,
+        count: int,
+        *,
+        owner: str | None = None,
+        lock_ttl_ms: int | None = None,
+        timeout_ms: int = 0,
+    ) -> list[ClaimedJob]:
+        """Claim up to ``count`` jobs, long-polling up to ``timeout_ms`` for the first."""
+        return await claim.pull_batch(
+            self.ctx,
+            queue,
+            count,
+            owner=owner or self.broker_id,
+            lock_ttl_ms=lock_ttl_ms or self.config.lease_ms,
+            timeout_ms=timeout_ms,
+        )
+
+    async def pull(
+        self,
+        queue: str,
+        *,
+        owner: str | None = None,
+        lock_ttl_ms: int | None = None,
+        timeout_ms: int = 0,
+    ) -> ClaimedJob | None:
+        jobs = await self.pull_batch(
+            queue, 1, owner=owner, lock_ttl_ms=lock_ttl_ms, timeout_ms=timeout_ms
+        )
+        return jobs[0] if jobs else None
+
+    # -- completion ------------------------------------------------------------
+
+    async def ack(
+        self, job_id: str, token: str, result: Any = None, *, remove_on_complete: bool | None = None
+    ) -> None:
+        """Complete a job; raise :class:`LeaseLost` (or a subclass) when the claim is stale."""
+        [outcome] = await completion.ack_batch(
+            self.ctx, [AckItem(job_id, token, result, remove_on_complete)]
+        )
+        _raise_for(outcome)
+
+    async def ack_batch(
+        self, items: Sequence[AckItem | tuple[str, str] | tuple[str, str, Any]]
+    ) -> list[ItemOutcome]:
+        """Complete many jobs in one statement; a stale item is rejected alone."""
+        return await completion.ack_batch(
+            self.ctx, [item if isinstance(item, AckItem) else AckItem(*item) for item in items]
+        )
+
+    async def fail(
+        self,
+        job_id: str,
+        token: str,
+        error: str = "",
+        *,
+        stacktrace: Sequence[str] | None = None,
+        unrecoverable: bool = False,
+    ) -> None:
+        """Record a failed attempt: retry with backoff, or dead-letter when spent."""
+        [outcome] = await completion.fail_batch(
+            self.ctx, [FailItem(job_id, token, error, stacktrace, unrecoverable)]
+        )
+        _raise_for(outcome)
+
+    async def fail_batch(self, items: Sequence[FailItem]) -> list[ItemOutcome]:
+        return await completion.fail_batch(self.ctx, items)
+
+    async def heartbeat(self, job_id: str, token: str, duration_ms: int | None = None) -> float:
+        """Renew one lease; raise :class:`LeaseLost` when it is no longer ours."""
+        [outcome] = await leases.extend_leases(
+            self.ctx, [(job_id, token)], duration_ms or self.config.lease_ms
+        )
+        _raise_for(outcome)
+        return 0.0
+
+    async def extend_leases(
+        self, items: Sequence[tuple[str, str]], duration_ms: int | Sequence[int] | None = None
+    ) -> list[ItemOutcome]:
+        """Renew many leases in one statement; one outcome per item."""
+        return await leases.extend_leases(
+            self.ctx, items, self.config.lease_ms if duration_ms is None else duration_ms
+        )
+
+    async def release(self, items: Sequence[tuple[str, str]]) -> list[ItemOutcome]:
+        """Give claimed jobs back to waiting at once, without consuming an attempt."""
+        return await leases.release_jobs(self.ctx, items)
+
+    # -- reads -------------------------------------------------------------------
+
+    async def get_job(self, job_id: str) -> Job | None:
+        return await reads.get_job(self.ctx, job_id)
+
+    async def get_state(self, job_id: str) -> str:
+        return await reads.get_state(self.ctx, job_id)
+
+    async def get_result(self, job_id: str) -> Any:
+        return await reads.get_result(self.ctx, job_id)
+
+    async def get_counts(self, queue: str) -> JobCounts:
+        return await reads.get_counts(self.ctx, validate_queue_name(queue))
+
+    # -- maintenance ---------------------------------------------------------------
+
+    async def reap(self) -> ReapReport:
+        """Run one reaper sweep now (the leader does this on its own every interval)."""
+        return await reap_once(self.ctx)

@@ -1,0 +1,112 @@
+"""Leases: heartbeats extend them, releases give jobs back without a penalty.
+
+Every write is a compare-and-set on the job's token with the lease still
+valid on the database clock (G3): a heartbeat from a claim that is no
+longer current renews nothing and is reported as lost.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import orjson
+
+from pgqueue.db.executor import Executor
+from pgqueue.db.queries import Q
+from pgqueue.db.retry import in_transaction
+from pgqueue.errors import BrokerFenced, ValidationError
+from pgqueue.manager.completion import parse_fence, requeue
+from pgqueue.manager.context import EngineContext
+from pgqueue.manager.models import ItemOutcome
+
+__all__ = ["extend_leases", "release_jobs", "release_session_leases"]
+
+MAX_LEASE_MS = 86_400_000
+
+
+async def extend_leases(
+    ctx: EngineContext, items: Sequence[tuple[str, str]], duration_ms: int | Sequence[int]
+) -> list[ItemOutcome]:
+    """Renew the leases of ``(job_id, token)`` pairs; one outcome per item."""
+    if not items:
+        return []
+    ctx.session.check()
+    durations = (
+        [duration_ms] * len(items) if isinstance(duration_ms, int) else list(duration_ms)
+    )
+    if len(durations) != len(items):
+        raise ValidationError("durations length must match ids length", field="durations")
+    for value in durations:
+        if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_LEASE_MS:
+            raise ValidationError(
+                f"duration must be an integer between 1 and {MAX_LEASE_MS}", field="duration"
+            )
+    rows = await ctx.db.fetch(
+        Q.job_extend_leases,
+        ctx.namespace,
+        [job_id for job_id, _ in items],
+        [token for _, token in items],
+        durations,
+        ctx.broker_id,
+        ctx.session_id,
+    )
+    renewed = {row["ord"] - 1 for row in rows}
+    outcomes = [
+        ItemOutcome(job_id, i in renewed, None if i in renewed else "lease-lost")
+        for i, (job_id, _) in enumerate(items)
+    ]
+    if not rows and items:
+        live = await ctx.db.fetchrow(
+            Q.job_outcome_probe, ctx.namespace, [items[0][0]], [items[0][1]],
+            ctx.broker_id, ctx.session_id,
+        )
+        if live is not None and not live["session_live"]:
+            ctx.session.fenced.set()
+            raise BrokerFenced(f'broker "{ctx.broker_id}" is fenced: its session was taken over')
+    return outcomes
+
+
+async def release_jobs(
+    ctx: EngineContext, items: Sequence[tuple[str, str]], *, reason: str = "released"
+) -> list[ItemOutcome]:
+    """Give claimed jobs back to waiting at once (no attempt consumed).
+
+    Used when a client connection closes with jobs it pulled, and by workers
+    that shut down before running what they pulled.
+    """
+    if not items:
+        return []
+    payload = orjson.dumps({"reason": reason, "prev": "active"}).decode()
+    rows = [
+        (job_id, parse_fence(token), "active", 0, 0, 0, None, None, None, "retried", payload,
+         token)
+        for job_id, token in items
+    ]
+    done = await requeue(ctx.db, ctx, rows)
+    released = {row["ord"] - 1 for row in done}
+    return [
+        ItemOutcome(job_id, i in released, None if i in released else "lease-lost")
+        for i, (job_id, _) in enumerate(items)
+    ]
+
+
+async def release_session_leases(ctx: EngineContext, *, batch: int = 1000) -> int:
+    """Release every lease held through this broker session (graceful shutdown)."""
+    total = 0
+    payload = orjson.dumps({"reason": "broker_shutdown", "prev": "active"}).decode()
+
+    async def body(tx: Executor) -> int:
+        locked = await tx.fetch(Q.job_lock_session_leases, ctx.namespace, ctx.session_id, batch)
+        if not locked:
+            return 0
+        rows = [
+            (row["id"], row["fence"], "active", 0, 0, 0, None, None, None, "retried", payload, None)
+            for row in locked
+        ]
+        return len(await requeue(tx, ctx, rows))
+
+    while True:
+        released = await in_transaction(ctx.db, body)
+        total += released
+        if released < batch:
+            return total

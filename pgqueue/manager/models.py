@@ -1,0 +1,152 @@
+"""What the engine hands back: jobs, claims, counts and per-item outcomes."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = [
+    "JOB_STATES",
+    "AckItem",
+    "ClaimedJob",
+    "ItemOutcome",
+    "Job",
+    "JobCounts",
+]
+
+JOB_STATES = (
+    "waiting",
+    "prioritized",
+    "delayed",
+    "active",
+    "waiting-children",
+    "completed",
+    "failed",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Job:
+    """A job as stored, with its reported state."""
+
+    id: str
+    queue: str
+    name: str
+    data: Any
+    state: str
+    priority: int
+    lifo: bool
+    attempts: int
+    max_attempts: int
+    created_at: float
+    run_at: float
+    started_at: float | None
+    finished_at: float | None
+    progress: Any
+    progress_message: str | None
+    result: Any
+    failed_reason: str | None
+    error: str | None
+    stacktrace: list[str] | None
+    custom_id: str | None
+    unique_key: str | None
+    parent_id: str | None
+    parent_queue: str | None
+    group_id: str | None
+    fence: int
+    stall_count: int
+    timeout_ms: int | None
+    ttl_ms: int | None
+    remove_on_complete: bool
+    remove_on_fail: bool
+    backoff: dict[str, Any]
+    attempt_log: list[dict[str, Any]]
+    options: dict[str, Any]
+    pending_dependencies: int = 0
+    lease_until: float | None = None
+    lease_owner: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ClaimedJob:
+    """A job this caller now holds a lease on.
+
+    ``token`` is the lock token (it encodes ``fence``, the per-job claim
+    counter); ack, fail and heartbeat must present it.  ``attempts`` counts the
+    failures consumed before this delivery.  ``lease_until`` is milliseconds on
+    the database clock.
+    """
+
+    job: Job
+    token: str
+    fence: int
+    lease_until: float
+
+    @property
+    def id(self) -> str:
+        return self.job.id
+
+    @property
+    def name(self) -> str:
+        return self.job.name
+
+    @property
+    def data(self) -> Any:
+        return self.job.data
+
+    @property
+    def queue(self) -> str:
+        return self.job.queue
+
+    @property
+    def attempts(self) -> int:
+        return self.job.attempts
+
+
+@dataclass(frozen=True, slots=True)
+class JobCounts:
+    """Jobs per reported state in one queue (``paused`` is 1 when the queue is paused)."""
+
+    waiting: int = 0
+    prioritized: int = 0
+    delayed: int = 0
+    active: int = 0
+    waiting_children: int = 0
+    completed: int = 0
+    failed: int = 0
+    paused: bool = False
+
+    def as_dict(self) -> dict[str, int]:
+        return {
+            "waiting": self.waiting,
+            "prioritized": self.prioritized,
+            "delayed": self.delayed,
+            "active": self.active,
+            "waiting-children": self.waiting_children,
+            "completed": self.completed,
+            "failed": self.failed,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class AckItem:
+    """One completion in a batch: the job, the token of its claim, its result."""
+
+    job_id: str
+    token: str
+    result: Any = None
+    remove_on_complete: bool | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ItemOutcome:
+    """What happened to one item of a batch.
+
+    ``applied`` is true when the transition happened.  Otherwise ``reason`` says
+    why: ``already-finalized`` (the job is completed or failed),
+    ``lease-lost`` (stale token, fence or lease), ``not-found``.
+    """
+
+    job_id: str
+    applied: bool
+    reason: str | None = None

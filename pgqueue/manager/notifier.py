@@ -1,0 +1,161 @@
+"""The one LISTEN connection of a manager: NOTIFY is a hint, polling is the truth.
+
+Every state change that makes work available or must reach subscribers sends
+``pg_notify('pgqueue_events', {"ns", "a", "b", "q"})`` inside its transaction
+(delivered at commit): ``a..b`` is the range of outbox event ids written,
+``q`` the queues touched (or null for "many").  The notifier
+
+* wakes long-polling claims waiting on those queues,
+* passes the event id range to the outbox reader's fast path,
+* reconnects with capped, jittered backoff when the connection breaks, and
+  after every (re)connect tells everyone to resync (a lost NOTIFY only
+  delays, it never loses anything: claims and the outbox are polled).
+
+With ``poll_only`` (PgBouncer in transaction mode) it never LISTENs; waiters
+simply time out after the poll interval.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import random
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from pgqueue.config import Config
+from pgqueue.db.executor import Database
+from pgqueue.errors import PgQueueError
+from pgqueue.service import Service
+
+__all__ = ["CHANNEL", "EventHint", "Notifier"]
+
+log = logging.getLogger("pgqueue.notifier")
+
+CHANNEL = "pgqueue_events"
+
+EventHint = Callable[[int, int], None]
+ResyncHook = Callable[[], None]
+
+
+class Notifier(Service):
+    """Owns the LISTEN connection and dispatches hints."""
+
+    name = "notifier"
+
+    def __init__(self, db: Database, config: Config) -> None:
+        super().__init__()
+        self._db = db
+        self._config = config
+        self._waiters: dict[str, set[asyncio.Future[None]]] = {}
+        self._event_hooks: list[EventHint] = []
+        self._resync_hooks: list[ResyncHook] = []
+        self.connected = asyncio.Event()
+        self.notifications = 0
+        self.reconnects = 0
+
+    # -- waiting -----------------------------------------------------------
+
+    @contextlib.contextmanager
+    def waiter(self, queue: str) -> Iterator[asyncio.Future[None]]:
+        """Register interest in ``queue`` *before* checking it, then await the future.
+
+        Registering first closes the window in which a NOTIFY could arrive
+        between an empty claim and the start of the wait.
+        """
+        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        waiters = self._waiters.setdefault(queue, set())
+        waiters.add(future)
+        try:
+            yield future
+        finally:
+            waiters.discard(future)
+            if not waiters:
+                self._waiters.pop(queue, None)
+            if not future.done():
+                future.cancel()
+
+    def wake(self, queue: str | None) -> None:
+        """Wake the waiters of ``queue`` (all waiters when ``None``)."""
+        if queue is None:
+            groups = list(self._waiters.values())
+        else:
+            group = self._waiters.get(queue)
+            groups = [group] if group else []
+        for group in groups:
+            for future in list(group):
+                if not future.done():
+                    future.set_result(None)
+
+    # -- hooks ------------------------------------------------------------
+
+    def on_events(self, hook: EventHint) -> None:
+        """Call ``hook(first_id, last_id)`` for every event range hinted."""
+        self._event_hooks.append(hook)
+
+    def on_resync(self, hook: ResyncHook) -> None:
+        """Call ``hook()`` after every (re)connect: hints may have been missed."""
+        self._resync_hooks.append(hook)
+
+    def dispatch(self, payload: str) -> None:
+        """Handle one NOTIFY payload (ignores other namespaces and garbage)."""
+        try:
+            hint: Any = json.loads(payload)
+        except ValueError:
+            return
+        if not isinstance(hint, dict) or hint.get("ns") != self._config.namespace:
+            return
+        self.notifications += 1
+        queues = hint.get("q")
+        if isinstance(queues, list):
+            for queue in queues:
+                if isinstance(queue, str):
+                    self.wake(queue)
+        else:
+            self.wake(None)
+        first, last = hint.get("a"), hint.get("b")
+        if isinstance(first, int) and isinstance(last, int):
+            for hook in self._event_hooks:
+                hook(first, last)
+
+    def _resync(self) -> None:
+        self.wake(None)
+        for hook in self._resync_hooks:
+            hook()
+
+    # -- the connection loop ---------------------------------------------
+
+    async def run(self) -> None:
+        if self._config.poll_only:
+            self.started.set()
+            await asyncio.Event().wait()
+            return
+        delay = 0.1
+        ping_every = max(self._config.poll_interval_ms / 1000 * 4, 1.0)
+        while True:
+            try:
+                async with self._db.listen([CHANNEL]) as listener:
+                    self.connected.set()
+                    self.started.set()
+                    self._resync()
+                    delay = 0.1
+                    stream = listener.__aiter__()
+                    while True:
+                        try:
+                            note = await asyncio.wait_for(stream.__anext__(), ping_every)
+                        except (TimeoutError, asyncio.TimeoutError):
+                            await listener.ping()
+                            continue
+                        self.dispatch(note.payload)
+            except asyncio.CancelledError:
+                raise
+            except (PgQueueError, OSError, StopAsyncIteration) as exc:
+                self.connected.clear()
+                self.reconnects += 1
+                log.warning("LISTEN connection lost (%s); reconnecting in %.1fs", exc, delay)
+                self.started.set()
+                self._resync()
+                await asyncio.sleep(delay * (0.5 + random.random()))
+                delay = min(delay * 2, 5.0)

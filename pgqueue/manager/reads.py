@@ -1,0 +1,61 @@
+"""Read-your-writes queries, answered by PostgreSQL: job, state, result, counts."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+
+from pgqueue.db.queries import Q
+from pgqueue.manager.context import EngineContext
+from pgqueue.manager.models import Job, JobCounts
+from pgqueue.manager.rows import job_from_row
+
+__all__ = ["NO_RESULT", "get_counts", "get_job", "get_result", "get_state"]
+
+
+class _NoResult:
+    """The job has no stored result (unknown, not finished, or failed)."""
+
+    def __repr__(self) -> str:
+        return "NO_RESULT"
+
+    def __bool__(self) -> bool:
+        return False
+
+
+NO_RESULT: Any = _NoResult()
+
+
+async def get_job(ctx: EngineContext, job_id: str) -> Job | None:
+    row = await ctx.db.fetchrow(Q.job_get, ctx.namespace, job_id)
+    return None if row is None else job_from_row(row)
+
+
+async def get_state(ctx: EngineContext, job_id: str) -> str:
+    """The reported state, or ``"unknown"`` for an id with no job."""
+    state = await ctx.db.fetchval(Q.job_state_get, ctx.namespace, job_id)
+    return str(state) if state is not None else "unknown"
+
+
+async def get_result(ctx: EngineContext, job_id: str) -> Any:
+    """The result of a completed job (``None`` is a valid result); else :data:`NO_RESULT`."""
+    row = await ctx.db.fetchrow(Q.job_result_get, ctx.namespace, job_id)
+    if row is None or row["state"] != "completed" or row["result"] is None:
+        return NO_RESULT
+    return orjson.loads(row["result"])
+
+
+async def get_counts(ctx: EngineContext, queue: str) -> JobCounts:
+    rows = await ctx.db.fetch(Q.job_counts_by_state, ctx.namespace, queue)
+    counts = {row["state"]: int(row["n"]) for row in rows}
+    return JobCounts(
+        waiting=counts.get("waiting", 0),
+        prioritized=counts.get("prioritized", 0),
+        delayed=counts.get("delayed", 0),
+        active=counts.get("active", 0),
+        waiting_children=counts.get("waiting-children", 0),
+        completed=counts.get("completed", 0),
+        failed=counts.get("failed", 0),
+        paused=bool(counts.get("paused", 0)),
+    )

@@ -1,0 +1,362 @@
+"""MessagePack encoding and decoding with bunqueue's traps.
+
+The reference server and its TypeScript client use ``msgpackr``; what follows makes
+our bytes read the same to them, and theirs to us (reference §1.2):
+
+- **Wide integers travel as float64.** ``msgpackr`` turns the int64/uint64 formats
+  into ``BigInt``, which breaks arithmetic in a JS client. Python's ``msgpack`` uses
+  those formats for every integer outside [-2**31, 2**32-1], so :func:`pack` sends
+  such integers as float64 (``0xcb``), as the real server does for timestamps.
+- **ext type 0 is JavaScript's ``undefined``**, which clients send (``message:
+  undefined`` in ``Progress``). :func:`unpack` drops a map key whose value is
+  undefined and reads an undefined array item as ``None``. :data:`UNDEFINED` is the
+  same idea on the way out: a map value of ``UNDEFINED`` omits its key.
+- Map keys are strings, in both directions; ``__proto__`` is an ordinary key.
+
+Everything here is pure; :mod:`pgqueue.protocol.framing` cuts the frames.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+from typing import Any, Final
+
+import msgpack
+
+from pgqueue.errors import ProtocolError
+from pgqueue.protocol.framing import MAX_FRAME_SIZE
+
+__all__ = [
+    "DEFAULT_DECODE_LIMITS",
+    "INVALID_COMMAND",
+    "INVALID_COMMAND_FORMAT",
+    "JS_INT_MAX",
+    "JS_INT_MIN",
+    "MAX_ENCODE_DEPTH",
+    "UNDEFINED",
+    "DecodeLimits",
+    "Undefined",
+    "pack",
+    "unpack",
+]
+
+INVALID_COMMAND_FORMAT: Final = "Invalid command format"
+"""bunqueue's answer to a body that does not decode (sent without a reqId)."""
+INVALID_COMMAND: Final = "Invalid command"
+"""bunqueue's answer to a decoded body that is not a command."""
+
+JS_INT_MIN: Final = -(2**31)
+JS_INT_MAX: Final = 2**32 - 1
+"""Integers in [JS_INT_MIN, JS_INT_MAX] are packed as msgpack ints; JS reads them as numbers."""
+
+MAX_ENCODE_DEPTH: Final = 256
+"""Deepest nesting :func:`pack` accepts; deeper is almost surely a reference cycle."""
+
+
+class Undefined(enum.Enum):
+    """JavaScript's ``undefined``: "no value here", unlike ``None`` (JS ``null``).
+
+    An enum member so that it stays one object through copy and pickle, and can be
+    named in type hints as ``Literal[Undefined.UNDEFINED]``.
+    """
+
+    UNDEFINED = "UNDEFINED"
+
+    def __bool__(self) -> bool:
+        return False
+
+    def __repr__(self) -> str:
+        return "UNDEFINED"
+
+
+UNDEFINED: Final = Undefined.UNDEFINED
+
+# --------------------------------------------------------------------------- encoding
+
+_PLAIN: Final = frozenset({str, float, bool, type(None), bytes})
+_CONTAINERS: Final = (dict, list, tuple)
+
+
+def pack(obj: object) -> bytes:
+    """Encode ``obj`` the way a bunqueue peer expects.
+
+    Integers outside [-2**31, 2**32-1] become float64 (an integer beyond float range
+    raises ``OverflowError``); a map value of :data:`UNDEFINED` omits its key, an
+    array item of it is nil; tuples are arrays; ``bytes`` is bin; floats are always
+    float64. Map keys must be ``str`` (``TypeError`` otherwise). Anything else that
+    msgpack cannot encode (a ``datetime``, say) is a ``TypeError``: callers convert.
+
+    The C packer does the encoding. A read-only pass first checks the keys and looks
+    for the rare values that need changing; only then is a converted copy built.
+    """
+    if _needs_rewrite(obj):
+        obj = _rewrite(obj, 1)
+    packed: bytes = msgpack.packb(obj, use_bin_type=True)
+    return packed
+
+
+def _is_wide_int(value: object) -> bool:
+    return (
+        isinstance(value, int)
+        and not isinstance(value, bool)
+        and not JS_INT_MIN <= value <= JS_INT_MAX
+    )
+
+
+def _key_error(key: object) -> TypeError:
+    return TypeError(f"map keys must be str, not {type(key).__name__}")
+
+
+def _depth_error() -> ValueError:
+    return ValueError(f"cannot encode data nested deeper than {MAX_ENCODE_DEPTH} levels")
+
+
+def _needs_rewrite(root: object) -> bool:
+    """Whether ``root`` holds a wide integer or :data:`UNDEFINED`.
+
+    Walks one nesting level at a time so the depth is known without recursion, and
+    raises on a non-str key. Stops at the first value that needs changing:
+    :func:`_rewrite` then checks the rest.
+    """
+    if not isinstance(root, _CONTAINERS):
+        return root is UNDEFINED or _is_wide_int(root)
+    level: list[Any] = [root]
+    depth = 0
+    while level:
+        depth += 1
+        if depth > MAX_ENCODE_DEPTH:
+            raise _depth_error()
+        below: list[Any] = []
+        for container in level:
+            if isinstance(container, dict):
+                for key in container:
+                    if type(key) is not str and not isinstance(key, str):
+                        raise _key_error(key)
+                values = container.values()
+            else:
+                values = container
+            for value in values:
+                kind = type(value)
+                if kind in _PLAIN:
+                    continue
+                if kind is int:
+                    if value < JS_INT_MIN or value > JS_INT_MAX:
+                        return True
+                elif kind is dict or kind is list or isinstance(value, _CONTAINERS):
+                    below.append(value)
+                elif value is UNDEFINED or _is_wide_int(value):
+                    return True
+        level = below
+    return False
+
+
+def _rewrite(value: Any, depth: int) -> Any:
+    """A copy of ``value`` with wide integers as floats and UNDEFINED left out."""
+    if isinstance(value, dict):
+        if depth > MAX_ENCODE_DEPTH:
+            raise _depth_error()
+        out: dict[str, Any] = {}
+        for key, item in value.items():
+            if not isinstance(key, str):
+                raise _key_error(key)
+            if item is not UNDEFINED:
+                out[key] = _rewrite(item, depth + 1)
+        return out
+    if isinstance(value, (list, tuple)):
+        if depth > MAX_ENCODE_DEPTH:
+            raise _depth_error()
+        return [None if item is UNDEFINED else _rewrite(item, depth + 1) for item in value]
+    if _is_wide_int(value):
+        return float(value)
+    return value
+
+
+# --------------------------------------------------------------------------- decoding
+
+
+@dataclass(frozen=True, slots=True)
+class DecodeLimits:
+    """Bounds on one decoded message, so that a hostile frame costs memory and stack
+    in proportion to its size, not a multiple of it.
+
+    ``max_containers`` matters most: an empty map or array is 1 byte on the wire and
+    about 64 in Python, so a 64 MiB frame of them would need 4 GiB. Decoding stops as
+    soon as a bound is passed, before the rest of the frame is built. The defaults are
+    far above what a real command needs (PUSHB carries at most 10,000 jobs).
+    """
+
+    max_depth: int = 128
+    """Maps and arrays nested in each other; the command map itself is level 1."""
+    max_containers: int = 1_000_000
+    """Maps and arrays in one message."""
+    max_container_len: int = 1_000_000
+    """Entries in one map, items in one array."""
+    max_string_len: int = MAX_FRAME_SIZE
+    """Bytes in one str or bin value."""
+
+    def __post_init__(self) -> None:
+        for name in ("max_depth", "max_containers", "max_container_len", "max_string_len"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be at least 1")
+
+
+DEFAULT_DECODE_LIMITS: Final = DecodeLimits()
+
+_SCALARS: Final = frozenset({str, int, float, bool, type(None), bytes})
+
+
+def unpack(body: bytes, limits: DecodeLimits = DEFAULT_DECODE_LIMITS) -> dict[str, Any]:
+    """Decode one frame body into a command map.
+
+    Raises :class:`~pgqueue.errors.ProtocolError`:
+
+    - ``"Invalid command format"`` when the body is not exactly one MessagePack value
+      (empty, truncated, trailing bytes, invalid UTF-8, a non-str map key) or decodes
+      to something JavaScript reads as false (nil, false, 0, ""), as bunqueue answers;
+      the same text followed by the reason when a limit is passed or an extension
+      type other than 0 appears;
+    - ``"Invalid command"`` when it decodes to something else that is not a map.
+    """
+    decoder = _Decoder(limits)
+    container_len = min(limits.max_container_len, len(body))
+    string_len = min(limits.max_string_len, len(body))
+    try:
+        value = msgpack.unpackb(
+            body,
+            raw=False,
+            use_list=True,
+            strict_map_key=True,  # refuse int keys while decoding: they hash predictably
+            ext_hook=_ext_hook,
+            object_hook=decoder.map_done,
+            list_hook=decoder.array_done,
+            max_str_len=string_len,
+            max_bin_len=string_len,
+            max_array_len=container_len,
+            max_map_len=container_len,
+            max_ext_len=16,
+        )
+    except ProtocolError:
+        raise
+    except (ValueError, TypeError) as exc:  # UnicodeDecodeError is a ValueError
+        raise ProtocolError(INVALID_COMMAND_FORMAT) from exc
+    if isinstance(value, dict):
+        return value
+    if _js_falsy(value):
+        raise ProtocolError(INVALID_COMMAND_FORMAT)
+    raise ProtocolError(INVALID_COMMAND)
+
+
+def _ext_hook(code: int, data: bytes) -> Undefined:
+    if code == 0:
+        return UNDEFINED
+    raise _unsupported_ext(code)
+
+
+def _unsupported_ext(code: int) -> ProtocolError:
+    return ProtocolError(f"{INVALID_COMMAND_FORMAT}: unsupported MessagePack extension type {code}")
+
+
+def _js_falsy(value: object) -> bool:
+    """What bunqueue's ``if (!command)`` rejects as an undecodable body."""
+    if value is None or value is False or value is UNDEFINED or value == "":
+        return True
+    if type(value) is int or type(value) is float:
+        return value == 0 or value != value
+    return False
+
+
+class _Decoder:
+    """The checks of one :func:`unpack`, run by msgpack as each map or array completes.
+
+    Running them inside the decoder, rather than in a walk afterwards, stops a hostile
+    frame early. Completion order is bottom-up, so the nesting height of a container
+    is one more than the tallest of its children; the heights of containers that have
+    children are kept by ``id`` until their parent completes (with the object itself,
+    so that no id is reused meanwhile). The same pass drops undefined map values and
+    turns undefined array items into ``None``.
+    """
+
+    __slots__ = ("_containers_left", "_heights", "_max_depth")
+
+    def __init__(self, limits: DecodeLimits) -> None:
+        self._containers_left = limits.max_containers
+        self._max_depth = limits.max_depth
+        self._heights: dict[int, tuple[object, int]] = {}
+
+    def map_done(self, obj: dict[Any, Any]) -> dict[str, Any]:
+        self._containers_left -= 1
+        if self._containers_left < 0:
+            raise _too_many_containers()
+        height = 1
+        absent: list[str] | None = None
+        for key, value in obj.items():
+            if type(key) is not str:  # only bin keys get this far
+                raise ProtocolError(f"{INVALID_COMMAND_FORMAT}: map keys must be strings")
+            kind = type(value)
+            if kind in _SCALARS:
+                continue
+            if kind is dict or kind is list:
+                entry = self._heights.pop(id(value), None)
+                if entry is None:
+                    if height < 2:
+                        height = 2
+                elif entry[1] >= height:
+                    height = entry[1] + 1
+            elif value is UNDEFINED:
+                if absent is None:
+                    absent = []
+                absent.append(key)
+            else:
+                raise _unsupported(value)
+        if absent is not None:
+            for key in absent:
+                del obj[key]
+        if height > 1:
+            self._keep_height(obj, height)
+        return obj
+
+    def array_done(self, obj: list[Any]) -> list[Any]:
+        self._containers_left -= 1
+        if self._containers_left < 0:
+            raise _too_many_containers()
+        height = 1
+        undefined = False
+        for value in obj:
+            kind = type(value)
+            if kind in _SCALARS:
+                continue
+            if kind is dict or kind is list:
+                entry = self._heights.pop(id(value), None)
+                if entry is None:
+                    if height < 2:
+                        height = 2
+                elif entry[1] >= height:
+                    height = entry[1] + 1
+            elif value is UNDEFINED:
+                undefined = True
+            else:
+                raise _unsupported(value)
+        if undefined:
+            obj[:] = [None if value is UNDEFINED else value for value in obj]
+        if height > 1:
+            self._keep_height(obj, height)
+        return obj
+
+    def _keep_height(self, obj: object, height: int) -> None:
+        """Remember the height of a container that has children, for its parent."""
+        if height > self._max_depth:
+            raise ProtocolError(
+                f"{INVALID_COMMAND_FORMAT}: nested deeper than {self._max_depth} levels"
+            )
+        self._heights[id(obj)] = (obj, height)
+
+
+def _too_many_containers() -> ProtocolError:
+    return ProtocolError(f"{INVALID_COMMAND_FORMAT}: too many maps and arrays")
+
+
+def _unsupported(value: object) -> ProtocolError:
+    if isinstance(value, msgpack.Timestamp):
+        return _unsupported_ext(-1)
+    return ProtocolError(f"{INVALID_COMMAND_FORMAT}: unsupported value {type(value).__name__}")

@@ -1,0 +1,197 @@
+-- name: job_insert_batch
+-- Admit a batch of jobs in one statement, with their 'pushed' outbox events,
+-- the queue registry rows and one NOTIFY hint.  Rows whose id (custom id) or
+-- live unique key already exists are skipped (ON CONFLICT DO NOTHING); the
+-- caller resolves them.  Arrays are aligned, one element per job:
+-- $1 namespace, $2 id, $3 queue, $4 name, $5 data, $6 priority, $7 lifo,
+-- $8 delay_ms, $9 max_attempts, $10 backoff_type, $11 backoff_ms,
+-- $12 backoff_max_ms, $13 timeout_ms, $14 ttl_ms, $15 stall_timeout_ms,
+-- $16 remove_on_complete, $17 remove_on_fail, $18 custom_id, $19 unique_key,
+-- $20 unique_ttl_ms, $21 group_id, $22 parent_id, $23 parent_queue,
+-- $24 pending_deps, $25 has_dependents, $26 opts, $27 created_at_ms (NULL = now).
+WITH input AS (
+    SELECT *
+    FROM unnest(
+        $2::text[], $3::text[], $4::text[], $5::jsonb[], $6::int[], $7::bool[],
+        $8::bigint[], $9::int[], $10::text[], $11::bigint[], $12::bigint[],
+        $13::bigint[], $14::bigint[], $15::bigint[], $16::bool[], $17::bool[],
+        $18::text[], $19::text[], $20::bigint[], $21::text[], $22::text[], $23::text[],
+        $24::int[], $25::bool[], $26::jsonb[], $27::float8[]
+    ) WITH ORDINALITY AS t(
+        id, queue, name, data, priority, lifo, delay_ms, max_attempts, backoff_type,
+        backoff_ms, backoff_max_ms, timeout_ms, ttl_ms, stall_timeout_ms,
+        remove_on_complete, remove_on_fail, custom_id, unique_key, unique_ttl_ms,
+        group_id, parent_id, parent_queue, pending_deps, has_dependents, opts,
+        created_at_ms, ord)
+), stamped AS (
+    SELECT i.*,
+           coalesce(to_timestamp(i.created_at_ms / 1000.0), statement_timestamp()) AS created_at
+    FROM input i
+), inserted AS (
+    INSERT INTO pgqueue_jobs (
+        namespace, id, queue, name, data, state, priority, lifo, lifo_seq, run_at,
+        created_at, expires_at, max_attempts, backoff_type, backoff_ms, backoff_max_ms,
+        timeout_ms, ttl_ms, stall_timeout_ms, remove_on_complete, remove_on_fail,
+        custom_id, unique_key, unique_expires_at, group_id, parent_id, parent_queue,
+        pending_deps, has_dependents, opts)
+    SELECT $1, s.id, s.queue, s.name, s.data,
+           CASE WHEN s.pending_deps > 0 THEN 'waiting-children' ELSE 'pending' END,
+           s.priority, s.lifo,
+           CASE WHEN s.lifo THEN nextval('pgqueue_lifo_seq') END,
+           statement_timestamp() + s.delay_ms * interval '1 millisecond',
+           s.created_at,
+           s.created_at + s.ttl_ms * interval '1 millisecond',
+           s.max_attempts, s.backoff_type, s.backoff_ms, s.backoff_max_ms,
+           s.timeout_ms, s.ttl_ms, s.stall_timeout_ms, s.remove_on_complete,
+           s.remove_on_fail, s.custom_id, s.unique_key,
+           statement_timestamp() + s.unique_ttl_ms * interval '1 millisecond',
+           s.group_id, s.parent_id, s.parent_queue, s.pending_deps, s.has_dependents,
+           s.opts
+    FROM stamped s
+    ORDER BY s.ord
+    ON CONFLICT DO NOTHING
+    RETURNING id, queue, name, state, run_at, priority
+), registered AS (
+    INSERT INTO pgqueue_queues (namespace, queue)
+    SELECT DISTINCT $1, queue FROM inserted
+    ON CONFLICT DO NOTHING
+), events AS (
+    INSERT INTO pgqueue_events (namespace, queue, job_id, type, payload)
+    SELECT $1, n.queue, n.id, 'pushed',
+           jsonb_build_object(
+               'name', n.name,
+               'state', CASE WHEN n.state = 'waiting-children' THEN 'waiting-children'
+                             WHEN n.run_at > statement_timestamp() THEN 'delayed'
+                             WHEN n.priority > 0 THEN 'prioritized'
+                             ELSE 'waiting' END,
+               'delay', greatest(0, (extract(epoch FROM n.run_at - statement_timestamp())
+                                     * 1000)::bigint))
+    FROM inserted n
+    RETURNING id, queue
+), notified AS (
+    SELECT pg_notify('pgqueue_events', json_build_object(
+               'ns', $1::text, 'a', min(e.id), 'b', max(e.id),
+               'q', CASE WHEN count(DISTINCT e.queue) <= 16
+                         THEN array_agg(DISTINCT e.queue) END)::text)
+    FROM events e
+    HAVING count(*) > 0
+)
+SELECT n.id
+FROM inserted n, (SELECT count(*) FROM notified) AS hint
+
+-- name: job_retire_finished_generations
+-- A custom id reused after its job finished starts a new generation: delete
+-- the finished row and its DLQ entry.  $1 namespace, $2 ids.
+WITH retired AS (
+    DELETE FROM pgqueue_finished
+    WHERE namespace = $1 AND id = ANY($2::text[])
+    RETURNING id
+)
+DELETE FROM pgqueue_dlq d
+USING retired r
+WHERE d.namespace = $1 AND d.job_id = r.id
+
+-- name: job_unique_keys_release_expired
+-- Free live unique keys whose dedup TTL has passed, so a new job may take them.
+-- $1 namespace, $2 queues, $3 unique keys (aligned).
+UPDATE pgqueue_jobs j
+SET unique_key = NULL, unique_expires_at = NULL
+FROM unnest($2::text[], $3::text[]) AS k(queue, unique_key)
+WHERE j.namespace = $1 AND j.queue = k.queue AND j.unique_key = k.unique_key
+  AND j.unique_expires_at <= statement_timestamp()
+
+-- name: job_find_live_owners
+-- For skipped admissions: the live job holding each id or (queue, unique key).
+-- $1 namespace, $2 ids, $3 queues, $4 unique keys (aligned).  Returns ord, id, by.
+SELECT i.ord, o.id, o.by
+FROM unnest($2::text[], $3::text[], $4::text[]) WITH ORDINALITY AS i(id, queue, unique_key, ord)
+CROSS JOIN LATERAL (
+    SELECT j.id, 'id' AS by FROM pgqueue_jobs j WHERE j.namespace = $1 AND j.id = i.id
+    UNION ALL
+    SELECT j.id, 'unique_key' FROM pgqueue_jobs j
+    WHERE i.unique_key IS NOT NULL AND j.namespace = $1 AND j.queue = i.queue
+      AND j.unique_key = i.unique_key
+    LIMIT 1
+) AS o
+
+-- name: job_unique_key_extend
+-- Dedup 'extend': refresh the TTL of the live key's owner.  $1 namespace,
+-- $2 queue, $3 unique key, $4 ttl_ms.  Returns the owner's id.
+UPDATE pgqueue_jobs
+SET unique_expires_at = statement_timestamp() + $4::bigint * interval '1 millisecond'
+WHERE namespace = $1 AND queue = $2 AND unique_key = $3
+RETURNING id
+
+-- name: job_unique_key_take_over
+-- Dedup 'replace': an active owner keeps running but gives up its key; a
+-- pending owner without dependents is removed.  $1 namespace, $2 queue,
+-- $3 unique key.  Returns the owner's id, state, whether it was removed.
+WITH owner AS (
+    SELECT id, state, has_dependents FROM pgqueue_jobs
+    WHERE namespace = $1 AND queue = $2 AND unique_key = $3
+    FOR UPDATE
+), released AS (
+    UPDATE pgqueue_jobs j SET unique_key = NULL, unique_expires_at = NULL
+    FROM owner o
+    WHERE j.namespace = $1 AND j.id = o.id AND o.state = 'active'
+    RETURNING j.id
+), removed AS (
+    DELETE FROM pgqueue_jobs j
+    USING owner o
+    WHERE j.namespace = $1 AND j.id = o.id AND o.state <> 'active' AND NOT o.has_dependents
+    RETURNING j.id, j.queue
+), events AS (
+    INSERT INTO pgqueue_events (namespace, queue, job_id, type, payload)
+    SELECT $1, r.queue, r.id, 'removed', '{"reason": "replaced"}'::jsonb FROM removed r
+)
+SELECT o.id, o.state, o.has_dependents,
+       EXISTS (SELECT 1 FROM removed) AS removed
+FROM owner o
+
+-- name: job_flag_dependents
+-- Mark live jobs as having dependents (locks them, so their completion sees
+-- the edge).  $1 namespace, $2 ids.  Returns the ids that are live.
+UPDATE pgqueue_jobs
+SET has_dependents = true
+WHERE namespace = $1 AND id = ANY($2::text[])
+RETURNING id, state
+
+-- name: job_completed_ids
+-- Which of $2 have a completion on record (state completed in pgqueue_finished).
+SELECT id FROM pgqueue_finished
+WHERE namespace = $1 AND id = ANY($2::text[]) AND state = 'completed'
+
+-- name: dependency_insert_many
+-- Dependency edges: job $2[i] waits for $3[i].  $1 namespace.
+INSERT INTO pgqueue_dependencies (namespace, job_id, depends_on)
+SELECT $1, d.job_id, d.depends_on
+FROM unnest($2::text[], $3::text[]) AS d(job_id, depends_on)
+ON CONFLICT DO NOTHING
+
+-- name: job_add_pending_deps
+-- Add $3[i] (possibly negative) unresolved dependencies to live job $2[i]: a
+-- pending job starts waiting for children, a waiting one left with none is
+-- released.  $1 namespace.
+UPDATE pgqueue_jobs j
+SET pending_deps = greatest(j.pending_deps + d.n, 0),
+    state = CASE WHEN j.state = 'pending' AND j.pending_deps + d.n > 0 THEN 'waiting-children'
+                 WHEN j.state = 'waiting-children' AND j.pending_deps + d.n <= 0 THEN 'pending'
+                 ELSE j.state END
+FROM unnest($2::text[], $3::int[]) AS d(id, n)
+WHERE j.namespace = $1 AND j.id = d.id
+RETURNING j.id, j.state
+
+-- name: event_insert_many
+-- Write outbox events and one NOTIFY hint.  $1 namespace, $2 queues, $3 job ids,
+-- $4 types, $5 payloads (aligned).
+WITH events AS (
+    INSERT INTO pgqueue_events (namespace, queue, job_id, type, payload)
+    SELECT $1, e.queue, e.job_id, e.type, e.payload
+    FROM unnest($2::text[], $3::text[], $4::text[], $5::jsonb[]) AS e(queue, job_id, type, payload)
+    RETURNING id, queue
+)
+SELECT pg_notify('pgqueue_events', json_build_object(
+           'ns', $1::text, 'a', min(e.id), 'b', max(e.id),
+           'q', CASE WHEN count(DISTINCT e.queue) <= 16 THEN array_agg(DISTINCT e.queue) END)::text)
+FROM events e
+HAVING count(*) > 0

@@ -1,0 +1,53 @@
+-- name: job_claim_batch
+-- Claim up to $3 due jobs of queue $2 in one statement: lock in claim order
+-- with SKIP LOCKED (the CTE is the fence that keeps LIMIT and locking
+-- together), then lease them on the database clock and bump each fence.
+-- Nothing is claimed when the broker session is not live or the queue is
+-- paused.  $1 namespace, $2 queue, $3 count, $4 owner, $5 broker_id,
+-- $6 session_id, $7 lease_ms.
+-- Always returns at least one row: session_live, then the claimed job's
+-- columns (NULL when nothing was claimed).
+WITH session AS (
+    SELECT EXISTS (SELECT 1 FROM pgqueue_brokers b
+                   WHERE b.namespace = $1 AND b.broker_id = $5 AND b.session_id = $6::uuid)
+           AS live
+), locked AS (
+    SELECT j.id
+    FROM pgqueue_jobs j
+    WHERE j.namespace = $1
+      AND j.queue = $2
+      AND j.state = 'pending'
+      AND j.run_at <= statement_timestamp()
+      AND (j.expires_at IS NULL OR j.expires_at > statement_timestamp())
+      AND (SELECT live FROM session)
+      AND NOT EXISTS (SELECT 1 FROM pgqueue_queues q
+                      WHERE q.namespace = $1 AND q.queue = $2 AND q.paused)
+    ORDER BY j.priority DESC, j.sort_key, j.id
+    LIMIT $3
+    FOR UPDATE SKIP LOCKED
+), claimed AS (
+    UPDATE pgqueue_jobs j
+    SET state = 'active',
+        fence = j.fence + 1,
+        lease_token = (j.fence + 1)::text || ':' || gen_random_uuid()::text,
+        lease_owner = $4,
+        lease_broker = $5,
+        lease_session = $6::uuid,
+        started_at = statement_timestamp(),
+        lease_until = statement_timestamp()
+            + greatest(1, least($7::bigint, coalesce(j.timeout_ms, $7::bigint),
+                                coalesce(j.stall_timeout_ms, $7::bigint)))
+              * interval '1 millisecond'
+    FROM locked
+    WHERE j.namespace = $1 AND j.id = locked.id
+    RETURNING j.*
+), events AS (
+    INSERT INTO pgqueue_events (namespace, queue, job_id, type, payload)
+    SELECT $1, c.queue, c.id, 'active',
+           jsonb_build_object('attempt', c.attempts + 1, 'broker', $5::text)
+    FROM claimed c
+)
+SELECT s.live AS session_live, c.*
+FROM session s
+LEFT JOIN claimed c ON true
+ORDER BY c.priority DESC, c.sort_key, c.id

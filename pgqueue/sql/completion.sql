@@ -1,0 +1,239 @@
+-- name: job_finish_many
+-- Terminal transitions in one statement: each job leaves the hot table for
+-- pgqueue_finished (completed or failed), failed ones get a DLQ entry, and
+-- the outbox gets their events, with one NOTIFY hint.  Every row is a
+-- compare-and-set on (id, state, fence) and, when a token is given, on the
+-- token and an unexpired lease (database clock).  A newer generation of the
+-- same id replaces an older finished row.  Aligned arrays:
+-- $2 id, $3 token (NULL: validated under lock by the caller), $4 fence,
+-- $5 expected state, $6 outcome ('completed' | 'failed'), $7 result,
+-- $8 failed reason, $9 error, $10 stacktrace, $11 attempt entry (NULL: none),
+-- $12 attempts increment, $15 remove override (NULL: the job's own option).
+-- $1 namespace, $13 broker_id, $14 session_id, $16 skip jobs that have
+-- dependents (the fast path: their completion must also release dependents,
+-- in a second statement with a fresh snapshot; see completion.py).
+WITH input AS (
+    SELECT *
+    FROM unnest($2::text[], $3::text[], $4::bigint[], $5::text[], $6::text[], $7::jsonb[],
+                $8::text[], $9::text[], $10::jsonb[], $11::jsonb[], $12::int[], $15::bool[])
+         WITH ORDINALITY AS t(id, token, fence, expected_state, outcome, result,
+                              failed_reason, error, stacktrace, attempt_entry,
+                              attempts_inc, remove, ord)
+), done AS (
+    DELETE FROM pgqueue_jobs j
+    USING input i
+    WHERE j.namespace = $1
+      AND j.id = i.id
+      AND j.state = i.expected_state
+      AND j.fence = i.fence
+      AND (i.token IS NULL
+           OR (j.lease_token = i.token AND j.lease_until > statement_timestamp()))
+      AND NOT ($16::bool AND j.has_dependents)
+      AND EXISTS (SELECT 1 FROM pgqueue_brokers b
+                  WHERE b.namespace = $1 AND b.broker_id = $13 AND b.session_id = $14::uuid)
+    RETURNING j.*, i.ord AS ord, i.outcome AS outcome, i.result AS result,
+              i.failed_reason AS failed_reason, i.error AS error_text,
+              i.stacktrace AS new_stacktrace,
+              CASE WHEN i.attempt_entry IS NULL THEN j.attempt_log
+                   ELSE j.attempt_log || jsonb_build_array(i.attempt_entry) END AS new_attempt_log,
+              j.attempts + i.attempts_inc AS new_attempts,
+              CASE WHEN i.outcome = 'completed' THEN coalesce(i.remove, j.remove_on_complete)
+                   ELSE coalesce(i.remove, j.remove_on_fail) END AS removed
+), archived AS (
+    INSERT INTO pgqueue_finished AS f (
+        namespace, id, queue, name, data, state, priority, lifo, created_at, started_at,
+        finished_at, attempts, max_attempts, backoff_type, backoff_ms, backoff_max_ms,
+        timeout_ms, ttl_ms, stall_timeout_ms, remove_on_complete, remove_on_fail,
+        custom_id, unique_key, group_id, parent_id, parent_queue, stall_count, fence,
+        progress, progress_message, attempt_log, result, failed_reason, error, stacktrace,
+        removed, opts)
+    SELECT $1, d.id, d.queue, d.name, d.data, d.outcome, d.priority, d.lifo, d.created_at,
+           d.started_at, statement_timestamp(), d.new_attempts, d.max_attempts,
+           d.backoff_type, d.backoff_ms, d.backoff_max_ms, d.timeout_ms, d.ttl_ms,
+           d.stall_timeout_ms, d.remove_on_complete, d.remove_on_fail, d.custom_id,
+           d.unique_key, d.group_id, d.parent_id, d.parent_queue, d.stall_count, d.fence,
+           d.progress, d.progress_message, d.new_attempt_log, d.result, d.failed_reason,
+           d.error_text, coalesce(d.new_stacktrace, d.stacktrace), d.removed, d.opts
+    FROM done d
+    ON CONFLICT (namespace, id) DO UPDATE SET
+        queue = EXCLUDED.queue, name = EXCLUDED.name, data = EXCLUDED.data,
+        state = EXCLUDED.state, priority = EXCLUDED.priority, lifo = EXCLUDED.lifo,
+        created_at = EXCLUDED.created_at, started_at = EXCLUDED.started_at,
+        finished_at = EXCLUDED.finished_at, attempts = EXCLUDED.attempts,
+        max_attempts = EXCLUDED.max_attempts, backoff_type = EXCLUDED.backoff_type,
+        backoff_ms = EXCLUDED.backoff_ms, backoff_max_ms = EXCLUDED.backoff_max_ms,
+        timeout_ms = EXCLUDED.timeout_ms, ttl_ms = EXCLUDED.ttl_ms,
+        stall_timeout_ms = EXCLUDED.stall_timeout_ms,
+        remove_on_complete = EXCLUDED.remove_on_complete,
+        remove_on_fail = EXCLUDED.remove_on_fail, custom_id = EXCLUDED.custom_id,
+        unique_key = EXCLUDED.unique_key, group_id = EXCLUDED.group_id,
+        parent_id = EXCLUDED.parent_id, parent_queue = EXCLUDED.parent_queue,
+        stall_count = EXCLUDED.stall_count, fence = EXCLUDED.fence,
+        progress = EXCLUDED.progress, progress_message = EXCLUDED.progress_message,
+        attempt_log = EXCLUDED.attempt_log, result = EXCLUDED.result,
+        failed_reason = EXCLUDED.failed_reason, error = EXCLUDED.error,
+        stacktrace = EXCLUDED.stacktrace, removed = EXCLUDED.removed, opts = EXCLUDED.opts
+), dead_lettered AS (
+    INSERT INTO pgqueue_dlq AS q (namespace, job_id, queue, reason, error, entered_at, attempts)
+    SELECT $1, d.id, d.queue, d.failed_reason, d.error_text, statement_timestamp(),
+           d.new_attempt_log
+    FROM done d
+    WHERE d.outcome = 'failed' AND NOT d.removed
+    ON CONFLICT (namespace, job_id) DO UPDATE SET
+        queue = EXCLUDED.queue, reason = EXCLUDED.reason, error = EXCLUDED.error,
+        entered_at = EXCLUDED.entered_at, attempts = EXCLUDED.attempts,
+        retry_count = 0, last_retry_at = NULL, next_retry_at = NULL
+), events AS (
+    INSERT INTO pgqueue_events (namespace, queue, job_id, type, payload)
+    SELECT $1, d.queue, d.id, d.outcome,
+           CASE WHEN d.outcome = 'completed' THEN
+                    CASE WHEN pg_column_size(d.result) <= 16384
+                         THEN jsonb_build_object('returnvalue', d.result)
+                         ELSE jsonb_build_object('returnvalueTruncated', true) END
+                ELSE jsonb_build_object('failedReason', d.error_text, 'reason', d.failed_reason,
+                                        'attemptsMade', d.new_attempts, 'terminal', true)
+           END
+    FROM done d
+    UNION ALL
+    SELECT $1, d.queue, d.id, 'dlq', jsonb_build_object('reason', d.failed_reason)
+    FROM done d
+    WHERE d.outcome = 'failed' AND NOT d.removed
+    RETURNING id, queue
+), notified AS (
+    SELECT pg_notify('pgqueue_events', json_build_object(
+               'ns', $1::text, 'a', min(e.id), 'b', max(e.id),
+               'q', CASE WHEN count(DISTINCT e.queue) <= 16
+                         THEN array_agg(DISTINCT e.queue) END)::text)
+    FROM events e
+    HAVING count(*) > 0
+)
+SELECT d.ord, d.id, d.queue, d.outcome, d.has_dependents, d.parent_id, d.parent_queue,
+       d.opts, d.failed_reason
+FROM done d, (SELECT count(*) FROM notified) AS hint
+
+-- name: job_lock_for_failure
+-- Lock the active jobs named by (id, token) whose lease is still valid, for
+-- the failure policy to decide retry or dead-letter.  $1 namespace, $2 ids,
+-- $3 tokens, $4 broker_id, $5 session_id.
+SELECT j.*, i.ord, statement_timestamp() AS now
+FROM unnest($2::text[], $3::text[]) WITH ORDINALITY AS i(id, token, ord)
+JOIN pgqueue_jobs j ON j.namespace = $1 AND j.id = i.id
+WHERE j.state = 'active'
+  AND j.lease_token = i.token
+  AND j.lease_until > statement_timestamp()
+  AND EXISTS (SELECT 1 FROM pgqueue_brokers b
+              WHERE b.namespace = $1 AND b.broker_id = $4 AND b.session_id = $5::uuid)
+ORDER BY j.id
+FOR UPDATE OF j
+
+-- name: job_requeue_many
+-- Send jobs back to pending (retry with backoff, stall, release, delay), each a
+-- compare-and-set on (id, state, fence) and, when a token is given, on the
+-- token and an unexpired lease.  One outbox event each and one NOTIFY hint.
+-- Aligned arrays: $2 id, $3 fence, $4 expected state, $5 delay_ms,
+-- $6 attempts increment, $7 stall increment, $8 error, $9 stacktrace,
+-- $10 attempt entry, $11 event type, $12 event payload, $13 token.
+-- $1 namespace.
+WITH input AS (
+    SELECT *
+    FROM unnest($2::text[], $3::bigint[], $4::text[], $5::bigint[], $6::int[], $7::int[],
+                $8::text[], $9::jsonb[], $10::jsonb[], $11::text[], $12::jsonb[], $13::text[])
+         WITH ORDINALITY AS t(id, fence, expected_state, delay_ms, attempts_inc, stall_inc,
+                              error, stacktrace, attempt_entry, event_type, event_payload,
+                              token, ord)
+), requeued AS (
+    UPDATE pgqueue_jobs j
+    SET state = 'pending',
+        run_at = statement_timestamp() + i.delay_ms * interval '1 millisecond',
+        attempts = j.attempts + i.attempts_inc,
+        stall_count = j.stall_count + i.stall_inc,
+        last_error = coalesce(i.error, j.last_error),
+        stacktrace = coalesce(i.stacktrace, j.stacktrace),
+        attempt_log = CASE WHEN i.attempt_entry IS NULL THEN j.attempt_log
+                           ELSE j.attempt_log || jsonb_build_array(i.attempt_entry) END,
+        lease_token = NULL,
+        lease_owner = NULL,
+        lease_broker = NULL,
+        lease_session = NULL,
+        lease_until = NULL
+    FROM input i
+    WHERE j.namespace = $1
+      AND j.id = i.id
+      AND j.state = i.expected_state
+      AND j.fence = i.fence
+      AND (i.token IS NULL
+           OR (j.lease_token = i.token AND j.lease_until > statement_timestamp()))
+    RETURNING j.id, j.queue, j.run_at, i.ord, i.event_type, i.event_payload
+), events AS (
+    INSERT INTO pgqueue_events (namespace, queue, job_id, type, payload)
+    SELECT $1, r.queue, r.id, r.event_type, r.event_payload FROM requeued r
+    RETURNING id, queue
+), notified AS (
+    SELECT pg_notify('pgqueue_events', json_build_object(
+               'ns', $1::text, 'a', min(e.id), 'b', max(e.id),
+               'q', CASE WHEN count(DISTINCT e.queue) <= 16
+                         THEN array_agg(DISTINCT e.queue) END)::text)
+    FROM events e
+    HAVING count(*) > 0
+)
+SELECT r.ord, r.id, r.queue, (extract(epoch FROM r.run_at) * 1000)::float8 AS run_at
+FROM requeued r, (SELECT count(*) FROM notified) AS hint
+
+-- name: job_outcome_probe
+-- Why a compare-and-set missed: the job's current place and state.
+-- $1 namespace, $2 ids, $3 tokens, $4 broker_id, $5 session_id.
+SELECT i.ord, i.id,
+       j.state AS live_state,
+       f.state AS finished_state,
+       (j.state = 'active' AND j.lease_token = i.token
+        AND j.lease_until > statement_timestamp()) AS lease_valid,
+       coalesce(j.has_dependents, false) AS has_dependents,
+       EXISTS (SELECT 1 FROM pgqueue_brokers b
+               WHERE b.namespace = $1 AND b.broker_id = $4 AND b.session_id = $5::uuid)
+           AS session_live
+FROM unnest($2::text[], $3::text[]) WITH ORDINALITY AS i(id, token, ord)
+LEFT JOIN pgqueue_jobs j ON j.namespace = $1 AND j.id = i.id
+LEFT JOIN pgqueue_finished f ON f.namespace = $1 AND f.id = i.id
+
+-- name: dependency_resolve
+-- Jobs $2 completed (or count as resolved): drop their edges and release the
+-- dependents whose last dependency this was.  $1 namespace.
+WITH edges AS (
+    DELETE FROM pgqueue_dependencies d
+    WHERE d.namespace = $1 AND d.depends_on = ANY($2::text[])
+    RETURNING d.job_id
+), counts AS (
+    SELECT job_id, count(*)::int AS n FROM edges GROUP BY job_id
+), released AS (
+    UPDATE pgqueue_jobs j
+    SET pending_deps = greatest(j.pending_deps - c.n, 0),
+        state = CASE WHEN j.state = 'waiting-children' AND j.pending_deps - c.n <= 0
+                     THEN 'pending' ELSE j.state END,
+        run_at = CASE WHEN j.state = 'waiting-children' AND j.pending_deps - c.n <= 0
+                      THEN greatest(j.run_at, statement_timestamp()) ELSE j.run_at END
+    FROM counts c
+    WHERE j.namespace = $1 AND j.id = c.job_id
+    RETURNING j.id, j.queue, j.state
+), events AS (
+    INSERT INTO pgqueue_events (namespace, queue, job_id, type, payload)
+    SELECT $1, r.queue, r.id, 'waiting', '{"prev": "waiting-children"}'::jsonb
+    FROM released r WHERE r.state = 'pending'
+    RETURNING id, queue
+), notified AS (
+    SELECT pg_notify('pgqueue_events', json_build_object(
+               'ns', $1::text, 'a', min(e.id), 'b', max(e.id),
+               'q', CASE WHEN count(DISTINCT e.queue) <= 16
+                         THEN array_agg(DISTINCT e.queue) END)::text)
+    FROM events e
+    HAVING count(*) > 0
+)
+SELECT r.id, r.queue, r.state FROM released r, (SELECT count(*) FROM notified) AS hint
+
+-- name: job_lock_waiting_parents
+-- Lock parents that have not started yet (their child failed with
+-- fail_parent_on_failure).  $1 namespace, $2 ids.
+SELECT j.id, j.queue, j.fence, j.state
+FROM pgqueue_jobs j
+WHERE j.namespace = $1 AND j.id = ANY($2::text[]) AND j.state IN ('waiting-children', 'pending')
+ORDER BY j.id
+FOR UPDATE

@@ -1,0 +1,68 @@
+-- name: job_extend_leases
+-- Renew leases: each a compare-and-set on (id, active, token) with the lease
+-- still valid on the database clock, never past the job's processing
+-- deadline.  The renewing broker takes over responsibility for the lease.
+-- Nothing is renewed when the broker session is not live.
+-- $1 namespace, $2 ids, $3 tokens, $4 durations_ms, $5 broker_id, $6 session_id.
+WITH input AS (
+    SELECT * FROM unnest($2::text[], $3::text[], $4::bigint[])
+                  WITH ORDINALITY AS t(id, token, duration_ms, ord)
+)
+UPDATE pgqueue_jobs j
+SET lease_until = least(
+        statement_timestamp() + greatest(i.duration_ms, 1) * interval '1 millisecond',
+        coalesce(j.started_at + j.timeout_ms * interval '1 millisecond', 'infinity')),
+    lease_broker = $5,
+    lease_session = $6::uuid
+FROM input i
+WHERE j.namespace = $1
+  AND j.id = i.id
+  AND j.state = 'active'
+  AND j.lease_token = i.token
+  AND j.lease_until > statement_timestamp()
+  AND EXISTS (SELECT 1 FROM pgqueue_brokers b
+              WHERE b.namespace = $1 AND b.broker_id = $5 AND b.session_id = $6::uuid)
+RETURNING i.ord, j.id, (extract(epoch FROM j.lease_until) * 1000)::float8 AS lease_until
+
+-- name: job_lock_session_leases
+-- The active jobs leased through one broker session (graceful shutdown
+-- releases them at once).  $1 namespace, $2 session_id, $3 limit.
+SELECT j.id, j.fence
+FROM pgqueue_jobs j
+WHERE j.namespace = $1 AND j.state = 'active' AND j.lease_session = $2::uuid
+ORDER BY j.id
+LIMIT $3
+FOR UPDATE SKIP LOCKED
+
+-- name: job_lock_expired_leases
+-- Active jobs whose lease ended on the database clock, oldest first, locked
+-- for the reaper.  $1 namespace, $2 limit.
+SELECT j.id, j.queue, j.fence, j.attempts, j.max_attempts, j.backoff_type, j.backoff_ms,
+       j.backoff_max_ms, j.stall_count, j.timeout_ms, j.stall_timeout_ms,
+       j.lease_owner, j.lease_broker, j.attempt_log,
+       (extract(epoch FROM j.started_at) * 1000)::float8 AS started_at,
+       (extract(epoch FROM j.lease_until) * 1000)::float8 AS lease_until,
+       (j.timeout_ms IS NOT NULL
+        AND j.started_at + j.timeout_ms * interval '1 millisecond' <= statement_timestamp())
+           AS timed_out,
+       (extract(epoch FROM statement_timestamp()) * 1000)::float8 AS now
+FROM pgqueue_jobs j
+WHERE j.namespace = $1 AND j.state = 'active' AND j.lease_until <= statement_timestamp()
+ORDER BY j.lease_until, j.id
+LIMIT $2
+FOR UPDATE OF j SKIP LOCKED
+
+-- name: job_lock_expired_ttl
+-- Pending jobs whose TTL passed on the database clock, locked for the reaper.
+-- $1 namespace, $2 limit.
+SELECT j.id, j.queue, j.fence, j.attempt_log
+FROM pgqueue_jobs j
+WHERE j.namespace = $1 AND j.state = 'pending' AND j.expires_at <= statement_timestamp()
+ORDER BY j.expires_at, j.id
+LIMIT $2
+FOR UPDATE OF j SKIP LOCKED
+
+-- name: queue_stall_configs
+-- Stall settings of the given queues.  $1 namespace, $2 queues.
+SELECT queue, stall_config FROM pgqueue_queues
+WHERE namespace = $1 AND queue = ANY($2::text[]) AND stall_config IS NOT NULL

@@ -1,0 +1,34 @@
+-- name: event_read_after
+-- Outbox events after the cursor ($2 xid, $3 id), in commit-safe order: only
+-- rows whose transaction is older than this snapshot's xmin, so no
+-- transaction that is still running can later add a row behind the cursor.
+-- $1 namespace, $4 limit.
+SELECT e.id, e.xid, e.queue, e.job_id, e.type, e.payload,
+       (extract(epoch FROM e.created_at) * 1000)::float8 AS ts
+FROM pgqueue_events e
+WHERE e.namespace = $1
+  AND (e.xid, e.id) > ($2::bigint, $3::bigint)
+  AND e.xid < pg_snapshot_xmin(pg_current_snapshot())::text::bigint
+ORDER BY e.xid, e.id
+LIMIT $4
+
+-- name: event_read_ids
+-- The fast path: events named by a NOTIFY hint ($2..$3 ids), delivered at
+-- once; the cursor read later skips them by id.  $1 namespace.
+SELECT e.id, e.xid, e.queue, e.job_id, e.type, e.payload,
+       (extract(epoch FROM e.created_at) * 1000)::float8 AS ts
+FROM pgqueue_events e
+WHERE e.namespace = $1 AND e.id BETWEEN $2::bigint AND $3::bigint
+ORDER BY e.id
+
+-- name: event_horizon
+-- The commit-safe horizon (snapshot xmin) and the transaction holding it back.
+SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint AS xmin,
+       pg_current_snapshot()::text AS snapshot,
+       (SELECT json_build_object('pid', a.pid, 'xact_start', a.xact_start,
+                                 'state', a.state, 'query', left(a.query, 200),
+                                 'application_name', a.application_name)
+        FROM pg_stat_activity a
+        WHERE a.backend_xid IS NOT NULL
+        ORDER BY age(a.backend_xid) DESC
+        LIMIT 1)::text AS oldest

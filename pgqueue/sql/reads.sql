@@ -1,0 +1,75 @@
+-- name: job_get
+-- One job wherever it is: live or finished (not removed).  $1 namespace, $2 id.
+SELECT j.namespace, j.id, j.queue, j.name, j.data, j.state, j.priority, j.lifo, j.run_at,
+       j.created_at, j.started_at, NULL::timestamptz AS finished_at, j.attempts,
+       j.max_attempts, j.backoff_type, j.backoff_ms, j.backoff_max_ms, j.timeout_ms,
+       j.ttl_ms, j.stall_timeout_ms, j.remove_on_complete, j.remove_on_fail, j.custom_id,
+       j.unique_key, j.group_id, j.parent_id, j.parent_queue, j.pending_deps,
+       j.stall_count, j.fence, j.lease_until, j.lease_owner, j.progress, j.progress_message,
+       j.attempt_log, NULL::jsonb AS result, NULL::text AS failed_reason, j.last_error AS error,
+       j.stacktrace, j.opts, statement_timestamp() AS now
+FROM pgqueue_jobs j
+WHERE j.namespace = $1 AND j.id = $2
+UNION ALL
+SELECT f.namespace, f.id, f.queue, f.name, f.data, f.state, f.priority, f.lifo,
+       f.finished_at, f.created_at, f.started_at, f.finished_at, f.attempts, f.max_attempts,
+       f.backoff_type, f.backoff_ms, f.backoff_max_ms, f.timeout_ms, f.ttl_ms,
+       f.stall_timeout_ms, f.remove_on_complete, f.remove_on_fail, f.custom_id, f.unique_key,
+       f.group_id, f.parent_id, f.parent_queue, 0, f.stall_count, f.fence, NULL, NULL,
+       f.progress, f.progress_message, f.attempt_log, f.result, f.failed_reason, f.error,
+       f.stacktrace, f.opts, statement_timestamp()
+FROM pgqueue_finished f
+WHERE f.namespace = $1 AND f.id = $2 AND NOT f.removed
+LIMIT 1
+
+-- name: job_state_get
+-- The reported state of one job: waiting, prioritized, delayed, active,
+-- waiting-children, completed, failed; no row when unknown.  $1 namespace, $2 id.
+SELECT CASE WHEN j.state = 'pending' AND j.run_at > statement_timestamp() THEN 'delayed'
+            WHEN j.state = 'pending' AND j.priority > 0 THEN 'prioritized'
+            WHEN j.state = 'pending' THEN 'waiting'
+            ELSE j.state END AS state
+FROM pgqueue_jobs j
+WHERE j.namespace = $1 AND j.id = $2
+UNION ALL
+SELECT f.state FROM pgqueue_finished f
+WHERE f.namespace = $1 AND f.id = $2 AND NOT f.removed
+LIMIT 1
+
+-- name: job_result_get
+-- The stored result of a completed job (also after removeOnComplete, as its
+-- completion proof).  $1 namespace, $2 id.
+SELECT f.result, f.state
+FROM pgqueue_finished f
+WHERE f.namespace = $1 AND f.id = $2
+
+-- name: job_counts_by_state
+-- Counts per reported state for one queue, and whether it is paused.
+-- $1 namespace, $2 queue.
+WITH live AS (
+    SELECT CASE WHEN j.state = 'pending' AND j.run_at > statement_timestamp() THEN 'delayed'
+                WHEN j.state = 'pending' AND j.priority > 0 THEN 'prioritized'
+                WHEN j.state = 'pending' THEN 'waiting'
+                ELSE j.state END AS state,
+           count(*) AS n
+    FROM pgqueue_jobs j
+    WHERE j.namespace = $1 AND j.queue = $2
+    GROUP BY 1
+), done AS (
+    SELECT f.state, count(*) AS n
+    FROM pgqueue_finished f
+    WHERE f.namespace = $1 AND f.queue = $2 AND NOT f.removed
+    GROUP BY 1
+)
+SELECT state, n::bigint AS n FROM live
+UNION ALL
+SELECT state, n::bigint FROM done
+UNION ALL
+SELECT 'paused', CASE WHEN coalesce((SELECT paused FROM pgqueue_queues
+                                     WHERE namespace = $1 AND queue = $2), false)
+                      THEN 1 ELSE 0 END
+
+-- name: job_get_many
+-- Several live or finished jobs by id.  $1 namespace, $2 ids.
+SELECT j.id, j.queue, j.state, j.lease_token, j.fence
+FROM pgqueue_jobs j WHERE j.namespace = $1 AND j.id = ANY($2::text[])

@@ -1,0 +1,17 @@
+-- name: schema_version_table_exists
+-- Whether alembic's version table for pgqueue exists.
+SELECT to_regclass('pgqueue_alembic_version') IS NOT NULL
+
+-- name: schema_version_get
+-- The applied revision id.
+SELECT version_num FROM pgqueue_alembic_version LIMIT 1
+
+-- name: server_durability_get
+-- fsync and synchronous_commit as this session sees them, and the server version.
+SELECT current_setting('fsync') AS fsync,
+       current_setting('synchronous_commit') AS synchronous_commit,
+       current_setting('server_version_num')::int AS server_version_num
+
+-- name: db_now
+-- The database clock, in milliseconds since the epoch.
+SELECT (extract(epoch FROM clock_timestamp()) * 1000)::float8

@@ -1,0 +1,45 @@
+-- name: session_register
+-- Register a broker session; take over the broker id when its holder is stale.
+-- $1 namespace, $2 broker_id, $3 session_id, $4 stale_ms, $5 hostname, $6 pid.
+-- Returns no row when a live session of another process holds the id.
+INSERT INTO pgqueue_brokers AS b
+    (namespace, broker_id, session_id, started_at, heartbeat_at, hostname, pid)
+VALUES ($1, $2, $3::uuid, clock_timestamp(), clock_timestamp(), $5, $6)
+ON CONFLICT (namespace, broker_id) DO UPDATE
+    SET session_id = EXCLUDED.session_id,
+        started_at = EXCLUDED.started_at,
+        heartbeat_at = EXCLUDED.heartbeat_at,
+        hostname = EXCLUDED.hostname,
+        pid = EXCLUDED.pid
+    WHERE b.session_id = EXCLUDED.session_id
+       OR b.heartbeat_at <= clock_timestamp() - $4::bigint * interval '1 millisecond'
+RETURNING session_id
+
+-- name: session_heartbeat
+-- Renew this session; no row means it was taken over (fenced).
+-- $1 namespace, $2 broker_id, $3 session_id.
+UPDATE pgqueue_brokers
+SET heartbeat_at = clock_timestamp()
+WHERE namespace = $1 AND broker_id = $2 AND session_id = $3::uuid
+RETURNING heartbeat_at
+
+-- name: session_end
+-- Delete this session's row (graceful shutdown).  $1 namespace, $2 broker_id, $3 session_id.
+DELETE FROM pgqueue_brokers
+WHERE namespace = $1 AND broker_id = $2 AND session_id = $3::uuid
+
+-- name: session_list
+-- Every broker session of a namespace, with liveness on the database clock.
+-- $1 namespace, $2 stale_ms.
+SELECT broker_id, session_id::text AS session_id, hostname, pid,
+       (extract(epoch FROM started_at) * 1000)::float8 AS started_at,
+       (extract(epoch FROM heartbeat_at) * 1000)::float8 AS heartbeat_at,
+       heartbeat_at > clock_timestamp() - $2::bigint * interval '1 millisecond' AS live
+FROM pgqueue_brokers
+WHERE namespace = $1
+ORDER BY broker_id
+
+-- name: session_purge_stale
+-- Remove sessions stale for longer than $2 ms (their leases expire on their own).
+DELETE FROM pgqueue_brokers
+WHERE namespace = $1 AND heartbeat_at <= clock_timestamp() - $2::bigint * interval '1 millisecond'
