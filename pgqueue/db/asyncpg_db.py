@@ -73,12 +73,12 @@ class _AsyncpgListener:
     def on_terminate(self, _conn: object) -> None:
         self._queue.put_nowait(None)
 
-    async def __aiter__(self) -> AsyncIterator[Notification]:  # type: ignore[override]
-        while True:
-            item = await self._queue.get()
-            if item is None:
-                raise DatabaseUnavailable("the LISTEN connection closed")
-            yield item
+    async def get(self) -> Notification:
+        item = await self._queue.get()
+        if item is None:
+            self._queue.put_nowait(None)
+            raise DatabaseUnavailable("the LISTEN connection closed")
+        return item
 
     async def ping(self) -> None:
         if self._conn.is_closed():
@@ -157,7 +157,7 @@ class AsyncpgDatabase:
     async def close(self) -> None:
         try:
             await asyncio.wait_for(self._pool.close(), timeout=10)
-        except (TimeoutError, asyncio.TimeoutError):
+        except TimeoutError:
             self._pool.terminate()
 
 
@@ -186,7 +186,7 @@ async def connect_asyncpg(
                 init=_init_connection,
                 **connect_kwargs,
             )
-        except (OSError, asyncio.TimeoutError) as exc:
+        except (TimeoutError, OSError) as exc:
             raise DatabaseUnavailable(f"cannot connect to PostgreSQL: {exc}") from exc
     assert pool is not None
     return AsyncpgDatabase(dsn, pool, connect_kwargs)

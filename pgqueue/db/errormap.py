@@ -86,6 +86,11 @@ def translating(*, write_sent: bool) -> Iterator[None]:
         yield
     except PgQueueError:
         raise
-    except (asyncpg.PostgresError, asyncpg.InterfaceError, psycopg.Error, OSError,
-            asyncio.TimeoutError) as exc:
+    except (
+        TimeoutError,
+        asyncpg.PostgresError,
+        asyncpg.InterfaceError,
+        psycopg.Error,
+        OSError,
+    ) as exc:
         raise translate(exc, write_sent=write_sent) from exc

@@ -8,7 +8,7 @@ time, do not implement it outside pgqueue.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -49,9 +49,12 @@ class Notification:
 
 
 class Listener(Protocol):
-    """A dedicated LISTEN connection; iteration ends with an error when it breaks."""
+    """A dedicated LISTEN connection."""
 
-    def __aiter__(self) -> AsyncIterator[Notification]: ...
+    async def get(self) -> Notification:
+        """The next notification (cancel-safe); raise
+        :class:`~pgqueue.errors.DatabaseUnavailable` once the connection broke."""
+        ...
 
     async def ping(self) -> None:
         """Raise :class:`~pgqueue.errors.DatabaseUnavailable` when the connection is dead."""

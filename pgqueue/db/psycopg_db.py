@@ -43,7 +43,7 @@ class _ConnExecutor:
 
     async def fetch(self, query: Query, *args: Any) -> list[Row]:
         with translating(write_sent=self._write_sent and query.writes):
-            cur = await self._conn.execute(query.psycopg_sql, _params(args))  # type: ignore[arg-type]
+            cur = await self._conn.execute(query.psycopg_sql, _params(args))
             if cur.description is None:
                 return []
             return cast(list[Row], await cur.fetchall())
@@ -60,22 +60,41 @@ class _ConnExecutor:
 
     async def execute(self, query: Query, *args: Any) -> None:
         with translating(write_sent=self._write_sent and query.writes):
-            await self._conn.execute(query.psycopg_sql, _params(args))  # type: ignore[arg-type]
+            await self._conn.execute(query.psycopg_sql, _params(args))
 
 
 class _PsycopgListener:
+    """Reads ``conn.notifies()`` in a task of its own into a queue (cancel-safe ``get``)."""
+
     def __init__(self, conn: psycopg.AsyncConnection[Any]) -> None:
         self._conn = conn
+        self._queue: asyncio.Queue[Notification | None] = asyncio.Queue()
+        self._reader = asyncio.create_task(self._read(), name="pgqueue:psycopg-listen")
 
-    async def __aiter__(self) -> AsyncIterator[Notification]:  # type: ignore[override]
-        with translating(write_sent=False):
+    async def _read(self) -> None:
+        try:
             async for notify in self._conn.notifies():
-                yield Notification(notify.channel, notify.payload)
-        raise DatabaseUnavailable("the LISTEN connection closed")
+                self._queue.put_nowait(Notification(notify.channel, notify.payload))
+        except Exception:  # the connection broke: get() reports it
+            pass
+        finally:
+            self._queue.put_nowait(None)
+
+    async def get(self) -> Notification:
+        item = await self._queue.get()
+        if item is None:
+            self._queue.put_nowait(None)
+            raise DatabaseUnavailable("the LISTEN connection closed")
+        return item
 
     async def ping(self) -> None:
-        if self._conn.closed:
+        if self._conn.closed or self._reader.done():
             raise DatabaseUnavailable("the LISTEN connection closed")
+
+    async def aclose(self) -> None:
+        self._reader.cancel()
+        with contextlib.suppress(asyncio.CancelledError, Exception):
+            await self._reader
 
 
 class PsycopgDatabase:
@@ -131,8 +150,12 @@ class PsycopgDatabase:
         try:
             with translating(write_sent=False):
                 for channel in channels:
-                    await conn.execute(f'LISTEN "{channel}"')  # type: ignore[arg-type]
-            yield _PsycopgListener(conn)
+                    await conn.execute(f'LISTEN "{channel}"')
+            listener = _PsycopgListener(conn)
+            try:
+                yield listener
+            finally:
+                await listener.aclose()
         finally:
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(conn.close(), timeout=2)

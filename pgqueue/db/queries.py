@@ -14,7 +14,6 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from importlib import resources
-from typing import LiteralString, cast
 
 __all__ = ["Q", "Query", "QueryBook", "load_queries", "parse_queries"]
 
@@ -28,7 +27,7 @@ class Query:
     """One named statement."""
 
     name: str
-    sql: LiteralString
+    sql: str
     doc: str = ""
     writes: bool = False
     psycopg_sql: str = field(default="", repr=False)
@@ -38,7 +37,7 @@ class Query:
         escaped = sql.replace("%", "%%")
         return cls(
             name=name,
-            sql=cast(LiteralString, sql),
+            sql=sql,
             doc=doc,
             writes=bool(_WRITES.search(_strip_comments(sql))),
             psycopg_sql=_PLACEHOLDER.sub(lambda m: f"%(p{m.group(1)})s", escaped),
@@ -79,8 +78,8 @@ def parse_queries(text: str, source: str = "<string>") -> dict[str, Query]:
         name = match.group(1)
         end = matches[i + 1].start() if i + 1 < len(matches) else len(text)
         body = text[match.end() : end]
-        doc_lines = []
-        sql_lines = []
+        doc_lines: list[str] = []
+        sql_lines: list[str] = []
         for line in body.strip("\n").splitlines():
             if not sql_lines and line.startswith("--"):
                 doc_lines.append(line[2:].strip())

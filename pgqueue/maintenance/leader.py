@@ -61,8 +61,12 @@ class LeaderElector(Service):
 
     def _set(self, leading: bool) -> None:
         if leading != self.is_leader.is_set():
-            log.info("broker %s %s leader of %s", self._session.broker_id,
-                     "became" if leading else "is no longer", self.seat)
+            log.info(
+                "broker %s %s leader of %s",
+                self._session.broker_id,
+                "became" if leading else "is no longer",
+                self.seat,
+            )
             if leading:
                 self.is_leader.set()
             else:

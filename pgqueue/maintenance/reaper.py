@@ -95,26 +95,55 @@ async def _reap_leases(tx: Executor, ctx: EngineContext, report: ReapReport) -> 
         entry = _entry(row, decision.reason, error)
         if decision.action == "dead_letter":
             dead.append(
-                DeadLetter(row["id"], row["queue"], row["fence"], "active", decision.reason,
-                           error, entry, int(decision.counts_attempt))
+                DeadLetter(
+                    row["id"],
+                    row["queue"],
+                    row["fence"],
+                    "active",
+                    decision.reason,
+                    error,
+                    entry,
+                    int(decision.counts_attempt),
+                )
             )
             continue
         if decision.action == "retry":
-            event, payload = "failed", {
-                "failedReason": error, "reason": "timeout", "terminal": False,
-                "attemptsMade": row["attempts"] + 1, "delay": decision.delay_ms,
-            }
+            event, payload = (
+                "failed",
+                {
+                    "failedReason": error,
+                    "reason": "timeout",
+                    "terminal": False,
+                    "attemptsMade": row["attempts"] + 1,
+                    "delay": decision.delay_ms,
+                },
+            )
             report.retried += 1
         else:
-            event, payload = "stalled", {
-                "stallCount": row["stall_count"] + int(decision.counts_stall),
-                "owner": row["lease_owner"], "reason": decision.reason,
-            }
+            event, payload = (
+                "stalled",
+                {
+                    "stallCount": row["stall_count"] + int(decision.counts_stall),
+                    "owner": row["lease_owner"],
+                    "reason": decision.reason,
+                },
+            )
             report.stalled += 1
         requeues.append(
-            (row["id"], row["fence"], "active", decision.delay_ms, int(decision.counts_attempt),
-             int(decision.counts_stall), error, None, orjson.dumps(entry).decode(), event,
-             orjson.dumps(payload).decode(), None)
+            (
+                row["id"],
+                row["fence"],
+                "active",
+                decision.delay_ms,
+                int(decision.counts_attempt),
+                int(decision.counts_stall),
+                error,
+                None,
+                orjson.dumps(entry).decode(),
+                event,
+                orjson.dumps(payload).decode(),
+                None,
+            )
         )
     if requeues:
         await requeue(tx, ctx, requeues)
@@ -131,8 +160,16 @@ async def _reap_ttl(tx: Executor, ctx: EngineContext, report: ReapReport) -> int
             tx,
             ctx,
             [
-                DeadLetter(row["id"], row["queue"], row["fence"], "pending", "ttl_expired",
-                           "the job's TTL passed before it was processed", None, 0)
+                DeadLetter(
+                    row["id"],
+                    row["queue"],
+                    row["fence"],
+                    "pending",
+                    "ttl_expired",
+                    "the job's TTL passed before it was processed",
+                    None,
+                    0,
+                )
                 for row in rows
             ],
         )
@@ -146,6 +183,7 @@ async def reap_once(ctx: EngineContext) -> ReapReport:
     batch = ctx.config.reaper_batch
     for sweep in (_reap_leases, _reap_ttl):
         while True:
+
             async def body(tx: Executor, sweep: Any = sweep) -> int:
                 return int(await sweep(tx, ctx, report))
 
@@ -178,7 +216,8 @@ class Reaper(Service):
                 self.sweeps += 1
                 if self.sweeps % purge_every == 0:
                     await self._ctx.db.execute(
-                        Q.session_purge_stale, self._ctx.namespace,
+                        Q.session_purge_stale,
+                        self._ctx.namespace,
                         self._ctx.config.session_stale_ms * 2,
                     )
                 self.swept.set()

@@ -16,10 +16,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from pgqueue.db.errormap import TransientConflict
 from pgqueue.db.executor import Executor
 from pgqueue.db.queries import Q
 from pgqueue.db.retry import in_transaction
-from pgqueue.db.errormap import TransientConflict
 from pgqueue.errors import DependencyNotFound, DuplicateJob
 from pgqueue.ids import uuid7_many
 from pgqueue.manager.context import EngineContext
@@ -288,14 +288,10 @@ async def _write_edges(tx: Executor, ns: str, plan: _Plan, inserted: set[str]) -
             for dependent, _ in resolved:
                 counts[dependent] = counts.get(dependent, 0) - 1
             if counts:
-                await tx.execute(
-                    Q.job_add_pending_deps, ns, list(counts), list(counts.values())
-                )
+                await tx.execute(Q.job_add_pending_deps, ns, list(counts), list(counts.values()))
             edges = [(d, t) for d, t in edges if t not in completed]
     if edges:
-        await tx.execute(
-            Q.dependency_insert_many, ns, [d for d, _ in edges], [t for _, t in edges]
-        )
+        await tx.execute(Q.dependency_insert_many, ns, [d for d, _ in edges], [t for _, t in edges])
     parents = {p: n for p, n in plan.external_parents.items()}
     if parents:
         children = [

@@ -9,6 +9,7 @@ while a handler works.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 
 from pgqueue.db.queries import Q
 from pgqueue.errors import BrokerFenced, ValidationError
@@ -84,7 +85,5 @@ async def pull_batch(
             remaining = deadline - loop.time()
             if jobs or remaining <= 0:
                 return jobs
-            try:
+            with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(asyncio.shield(woken), min(remaining, poll))
-            except (TimeoutError, asyncio.TimeoutError):
-                pass

@@ -95,7 +95,7 @@ async def _finish(
     """Run ``job_finish_many`` for tuples (id, token, fence, expected_state,
     outcome, result, failed_reason, error, stacktrace, attempt_entry,
     attempts_inc, remove)."""
-    columns = list(zip(*rows, strict=True)) if rows else [[] for _ in range(12)]
+    columns: list[tuple[Any, ...]] = list(zip(*rows, strict=True)) if rows else [()] * 12
     return await ex.fetch(
         Q.job_finish_many,
         ctx.namespace,
@@ -117,9 +117,7 @@ async def _finish(
     )
 
 
-async def _probe(
-    ctx: EngineContext, ex: Executor, ids: list[str], tokens: list[str]
-) -> list[Row]:
+async def _probe(ctx: EngineContext, ex: Executor, ids: list[str], tokens: list[str]) -> list[Row]:
     return await ex.fetch(
         Q.job_outcome_probe, ctx.namespace, ids, tokens, ctx.broker_id, ctx.session_id
     )
@@ -263,8 +261,15 @@ async def fail_batch(ctx: EngineContext, items: Sequence[FailItem]) -> list[Item
             if decision.dead_letter:
                 dead.append(
                     DeadLetter(
-                        row["id"], row["queue"], row["fence"], "active", reason,
-                        item.error, entry, 1, stack,
+                        row["id"],
+                        row["queue"],
+                        row["fence"],
+                        "active",
+                        reason,
+                        item.error,
+                        entry,
+                        1,
+                        stack,
                     )
                 )
             else:
@@ -275,10 +280,20 @@ async def fail_batch(ctx: EngineContext, items: Sequence[FailItem]) -> list[Item
                     "delay": decision.delay_ms,
                 }
                 retries.append(
-                    (row["id"], row["fence"], "active", decision.delay_ms, 1, 0, item.error,
-                     orjson.dumps(stack).decode() if stack else None,
-                     orjson.dumps(entry).decode(), "failed", orjson.dumps(payload).decode(),
-                     None)
+                    (
+                        row["id"],
+                        row["fence"],
+                        "active",
+                        decision.delay_ms,
+                        1,
+                        0,
+                        item.error,
+                        orjson.dumps(stack).decode() if stack else None,
+                        orjson.dumps(entry).decode(),
+                        "failed",
+                        orjson.dumps(payload).decode(),
+                        None,
+                    )
                 )
             outcomes[row["ord"] - 1] = ItemOutcome(row["id"], True)
         if retries:
@@ -318,10 +333,18 @@ async def dead_letter_locked(
         ctx,
         [
             (
-                job.job_id, None, job.fence, job.expected_state, "failed", None, job.reason,
-                job.error, orjson.dumps(job.stacktrace).decode() if job.stacktrace else None,
+                job.job_id,
+                None,
+                job.fence,
+                job.expected_state,
+                "failed",
+                None,
+                job.reason,
+                job.error,
+                orjson.dumps(job.stacktrace).decode() if job.stacktrace else None,
                 orjson.dumps(job.attempt_entry).decode() if job.attempt_entry else None,
-                job.attempts_inc, None,
+                job.attempts_inc,
+                None,
             )
             for job in jobs
         ],
@@ -361,8 +384,14 @@ async def _propagate_failures(ex: Executor, ctx: EngineContext, rows: Sequence[R
             ctx,
             [
                 DeadLetter(
-                    row["id"], row["queue"], row["fence"], row["state"], "dependency_failed",
-                    "a child job failed", None, 0,
+                    row["id"],
+                    row["queue"],
+                    row["fence"],
+                    row["state"],
+                    "dependency_failed",
+                    "a child job failed",
+                    None,
+                    0,
                 )
                 for row in locked
             ],

@@ -34,7 +34,7 @@ from pgqueue.errors import (
 )
 from pgqueue.maintenance.leader import LeaderElector
 from pgqueue.maintenance.reaper import Reaper, ReapReport, reap_once
-from pgqueue.manager import admission, claim, completion, leases, reads
+from pgqueue.manager import admission, claim, completion, flows, leases, reads
 from pgqueue.manager.completion import FailItem
 from pgqueue.manager.context import EngineContext
 from pgqueue.manager.models import AckItem, ClaimedJob, ItemOutcome, Job, JobCounts
@@ -215,9 +215,13 @@ class PostgresQueueManager:
                 opts.update(nested)
             specs.append(
                 build_job_spec(
-                    queue, job.get("name", "default"), job.get("data"), opts,
+                    queue,
+                    job.get("name", "default"),
+                    job.get("data"),
+                    opts,
                     max_payload_bytes=self.config.max_payload_bytes,
-                    prefix=f"jobs[{i}]: ", queue_checked=True,
+                    prefix=f"jobs[{i}]: ",
+                    queue_checked=True,
                 )
             )
         return await admission.admit(self.ctx, specs)
@@ -225,6 +229,20 @@ class PostgresQueueManager:
     async def push_specs(self, specs: Sequence[JobSpec]) -> list[str]:
         """Admit validated specs (any queues) atomically."""
         return await admission.admit(self.ctx, specs)
+
+    async def push_flow(self, flow: Mapping[str, Any]) -> dict[str, Any]:
+        """Admit a parent and its children (nested) atomically.
+
+        ``flow`` is ``{"name", "queue", "data", "opts", "children": [flow, ...]}``;
+        the parent runs after all its children complete and can read their
+        results (:meth:`get_children_values`).  Returns the same tree with ids.
+        """
+        specs, tree = flows.flatten(flow, max_payload_bytes=self.config.max_payload_bytes)
+        await admission.admit(self.ctx, specs)
+        return tree
+
+    async def get_children_values(self, parent_id: str) -> dict[str, Any]:
+        return await reads.get_children_values(self.ctx, parent_id)
 
     # -- claims ----------------------------------------------------------------
 

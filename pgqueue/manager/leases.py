@@ -31,9 +31,7 @@ async def extend_leases(
     if not items:
         return []
     ctx.session.check()
-    durations = (
-        [duration_ms] * len(items) if isinstance(duration_ms, int) else list(duration_ms)
-    )
+    durations = [duration_ms] * len(items) if isinstance(duration_ms, int) else list(duration_ms)
     if len(durations) != len(items):
         raise ValidationError("durations length must match ids length", field="durations")
     for value in durations:
@@ -57,8 +55,12 @@ async def extend_leases(
     ]
     if not rows and items:
         live = await ctx.db.fetchrow(
-            Q.job_outcome_probe, ctx.namespace, [items[0][0]], [items[0][1]],
-            ctx.broker_id, ctx.session_id,
+            Q.job_outcome_probe,
+            ctx.namespace,
+            [items[0][0]],
+            [items[0][1]],
+            ctx.broker_id,
+            ctx.session_id,
         )
         if live is not None and not live["session_live"]:
             ctx.session.fenced.set()
@@ -78,8 +80,7 @@ async def release_jobs(
         return []
     payload = orjson.dumps({"reason": reason, "prev": "active"}).decode()
     rows = [
-        (job_id, parse_fence(token), "active", 0, 0, 0, None, None, None, "retried", payload,
-         token)
+        (job_id, parse_fence(token), "active", 0, 0, 0, None, None, None, "retried", payload, token)
         for job_id, token in items
     ]
     done = await requeue(ctx.db, ctx, rows)

@@ -77,6 +77,10 @@ class Notifier(Service):
             if not future.done():
                 future.cancel()
 
+    def waiter_count(self, queue: str) -> int:
+        """How many claims wait on ``queue`` right now."""
+        return len(self._waiters.get(queue, ()))
+
     def wake(self, queue: str | None) -> None:
         """Wake the waiters of ``queue`` (all waiters when ``None``)."""
         if queue is None:
@@ -141,17 +145,16 @@ class Notifier(Service):
                     self.started.set()
                     self._resync()
                     delay = 0.1
-                    stream = listener.__aiter__()
                     while True:
                         try:
-                            note = await asyncio.wait_for(stream.__anext__(), ping_every)
-                        except (TimeoutError, asyncio.TimeoutError):
+                            note = await asyncio.wait_for(listener.get(), ping_every)
+                        except TimeoutError:
                             await listener.ping()
                             continue
                         self.dispatch(note.payload)
             except asyncio.CancelledError:
                 raise
-            except (PgQueueError, OSError, StopAsyncIteration) as exc:
+            except (PgQueueError, OSError) as exc:
                 self.connected.clear()
                 self.reconnects += 1
                 log.warning("LISTEN connection lost (%s); reconnecting in %.1fs", exc, delay)

@@ -176,12 +176,12 @@ class _Reader:
                 raise self.fail(key, "must be a finite number")
             if not value.is_integer():
                 raise self.fail(key, "must be an integer")
-            value = int(value)
-        if value < lo:
+        number = int(value)
+        if number < lo:
             raise self.fail(key, f"must be at least {lo}")
-        if value > hi:
+        if number > hi:
             raise self.fail(key, f"must be at most {hi}")
-        return value
+        return number
 
     def boolean(self, key: str, default: bool = False) -> bool:
         value = self.opts.get(key)
@@ -313,11 +313,11 @@ def build_job_spec(
     labels = labels or {}
     try:
         validate_job_name(name, labels.get("name", "name"))
+        data_json = encode_json(data, label=labels.get("data", "data"), limit=max_payload_bytes)
     except ValidationError as exc:
-        raise ValidationError(prefix + exc.message, field="name") from None
-    data_json = encode_json(
-        data, label=labels.get("data", "data"), limit=max_payload_bytes
-    )
+        if not prefix:
+            raise
+        raise ValidationError(prefix + exc.message, field=exc.field) from exc
     if not options:
         return JobSpec(queue=queue, name=str(name), data_json=data_json)
     unknown = set(options) - JOB_OPTIONS

@@ -11,7 +11,14 @@ from pgqueue.manager.context import EngineContext
 from pgqueue.manager.models import Job, JobCounts
 from pgqueue.manager.rows import job_from_row
 
-__all__ = ["NO_RESULT", "get_counts", "get_job", "get_result", "get_state"]
+__all__ = [
+    "NO_RESULT",
+    "get_children_values",
+    "get_counts",
+    "get_job",
+    "get_result",
+    "get_state",
+]
 
 
 class _NoResult:
@@ -59,3 +66,14 @@ async def get_counts(ctx: EngineContext, queue: str) -> JobCounts:
         failed=counts.get("failed", 0),
         paused=bool(counts.get("paused", 0)),
     )
+
+
+async def get_children_values(ctx: EngineContext, parent_id: str) -> dict[str, Any]:
+    """Results of a parent's completed children, keyed ``"<queue>:<id>"``."""
+    rows = await ctx.db.fetch(Q.job_children_values, ctx.namespace, parent_id)
+    return {
+        f"{row['queue']}:{row['id']}": None
+        if row["result"] is None
+        else orjson.loads(row["result"])
+        for row in rows
+    }

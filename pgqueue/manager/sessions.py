@@ -75,16 +75,15 @@ class BrokerSession(Service):
         )
         if row is None:
             if not self.fenced.is_set():
-                log.error("broker %s: session %s was taken over; fenced",
-                          self.broker_id, self.session_id)
+                log.error(
+                    "broker %s: session %s was taken over; fenced", self.broker_id, self.session_id
+                )
             self.fenced.set()
 
     def check(self) -> None:
         """Raise :class:`BrokerFenced` when this session is no longer live."""
         if self.fenced.is_set():
-            raise BrokerFenced(
-                f'broker "{self.broker_id}" is fenced: its session was taken over'
-            )
+            raise BrokerFenced(f'broker "{self.broker_id}" is fenced: its session was taken over')
 
     async def run(self) -> None:
         await self.register()

@@ -183,7 +183,7 @@ class DecodeLimits:
     ``max_containers`` matters most: an empty map or array is 1 byte on the wire and
     about 64 in Python, so a 64 MiB frame of them would need 4 GiB. Decoding stops as
     soon as a bound is passed, before the rest of the frame is built. The defaults are
-    far above what a real command needs (PUSHB carries at most 10,000 jobs).
+    far above what a real command needs (a PUSHF carries at most 10,000 jobs).
     """
 
     max_depth: int = 128

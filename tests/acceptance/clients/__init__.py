@@ -1,0 +1,1 @@
+"""Drivers for the official bunqueue clients (see README.md)."""

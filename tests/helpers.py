@@ -1,0 +1,66 @@
+"""Test helpers that reach into the database directly (time travel, counts)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import asyncpg
+
+
+async def sql(dsn: str, query: str, *args: Any) -> list[asyncpg.Record]:
+    """Run one statement on a fresh connection (outside any manager)."""
+    conn = await asyncpg.connect(dsn)
+    try:
+        return list(await conn.fetch(query, *args))
+    finally:
+        await conn.close()
+
+
+async def sql_value(dsn: str, query: str, *args: Any) -> Any:
+    rows = await sql(dsn, query, *args)
+    return rows[0][0] if rows else None
+
+
+async def expire_lease(dsn: str, namespace: str, job_id: str) -> None:
+    """Move a lease's end into the past on the database clock (no waiting)."""
+    await sql(
+        dsn,
+        "UPDATE pgqueue_jobs SET lease_until = clock_timestamp() - interval '1 millisecond'"
+        " WHERE namespace = $1 AND id = $2 AND state = 'active'",
+        namespace,
+        job_id,
+    )
+
+
+async def make_due(dsn: str, namespace: str, job_id: str) -> None:
+    """Make a delayed job due now."""
+    await sql(
+        dsn,
+        "UPDATE pgqueue_jobs SET run_at = clock_timestamp() - interval '1 millisecond'"
+        " WHERE namespace = $1 AND id = $2",
+        namespace,
+        job_id,
+    )
+
+
+async def count_rows(dsn: str, table: str, namespace: str) -> int:
+    assert table.startswith("pgqueue_") and table.isidentifier()
+    return int(
+        await sql_value(dsn, f"SELECT count(*) FROM {table} WHERE namespace = $1", namespace)
+    )
+
+
+async def events_of(dsn: str, namespace: str, job_id: str | None = None) -> list[str]:
+    """Event types of a namespace (or one job), in id order."""
+    if job_id is None:
+        rows = await sql(
+            dsn, "SELECT type FROM pgqueue_events WHERE namespace = $1 ORDER BY id", namespace
+        )
+    else:
+        rows = await sql(
+            dsn,
+            "SELECT type FROM pgqueue_events WHERE namespace = $1 AND job_id = $2 ORDER BY id",
+            namespace,
+            job_id,
+        )
+    return [row["type"] for row in rows]
