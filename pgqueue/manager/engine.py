@@ -35,6 +35,7 @@ from pgqueue.errors import (
 from pgqueue.maintenance.leader import LeaderElector
 from pgqueue.maintenance.reaper import Reaper, ReapReport, reap_once
 from pgqueue.manager import admission, claim, completion, flows, leases, reads
+from pgqueue.manager.base import ManagerBase
 from pgqueue.manager.completion import FailItem
 from pgqueue.manager.context import EngineContext
 from pgqueue.manager.models import AckItem, ClaimedJob, ItemOutcome, Job, JobCounts
@@ -57,14 +58,13 @@ def _raise_for(outcome: ItemOutcome) -> None:
     raise LeaseLost(outcome.job_id)
 
 
-class PostgresQueueManager:
+class PostgresQueueManager(ManagerBase):
     """The queue engine on PostgreSQL (see the module docstring)."""
 
     def __init__(self, config: Config, db: Database | None = None) -> None:
-        self.config = config.validate()
+        super().__init__(config)
         self._db = db
         self._owns_db = db is None
-        self._ctx: EngineContext | None = None
         self.elector: LeaderElector | None = None
         self.reaper: Reaper | None = None
 
@@ -82,32 +82,6 @@ class PostgresQueueManager:
             yield manager
         finally:
             await manager.close()
-
-    @property
-    def ctx(self) -> EngineContext:
-        if self._ctx is None:
-            raise PgQueueError("the manager is not started: call start() or use connect()")
-        return self._ctx
-
-    @property
-    def db(self) -> Database:
-        return self.ctx.db
-
-    @property
-    def broker_id(self) -> str:
-        return self.ctx.broker_id
-
-    @property
-    def session(self) -> BrokerSession:
-        return self.ctx.session
-
-    @property
-    def notifier(self) -> Notifier:
-        return self.ctx.notifier
-
-    @property
-    def namespace(self) -> str:
-        return self.config.namespace
 
     async def start(self) -> None:
         """Connect, check durability and schema, register the session, start services."""
