@@ -38,6 +38,8 @@ from pgqueue.manager import admission, claim, completion, flows, leases, reads
 from pgqueue.manager.base import ManagerBase
 from pgqueue.manager.completion import FailItem
 from pgqueue.manager.context import EngineContext
+from pgqueue.manager.control import ControlOps
+from pgqueue.manager.dlq import DlqOps
 from pgqueue.manager.models import AckItem, ClaimedJob, ItemOutcome, Job, JobCounts
 from pgqueue.manager.notifier import Notifier
 from pgqueue.manager.options import JobSpec, build_job_spec, validate_queue_name
@@ -58,7 +60,7 @@ def _raise_for(outcome: ItemOutcome) -> None:
     raise LeaseLost(outcome.job_id)
 
 
-class PostgresQueueManager(ManagerBase):
+class PostgresQueueManager(ControlOps, DlqOps, ManagerBase):
     """The queue engine on PostgreSQL (see the module docstring)."""
 
     def __init__(self, config: Config, db: Database | None = None) -> None:
