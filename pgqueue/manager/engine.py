@@ -43,6 +43,7 @@ from pgqueue.manager.dlq import DlqOps
 from pgqueue.manager.models import AckItem, ClaimedJob, ItemOutcome, Job, JobCounts
 from pgqueue.manager.notifier import Notifier
 from pgqueue.manager.options import JobSpec, build_job_spec, validate_queue_name
+from pgqueue.manager.outbox import OutboxReader, ResumeToken, Subscription
 from pgqueue.manager.sessions import BrokerSession
 
 __all__ = ["PostgresQueueManager"]
@@ -69,6 +70,7 @@ class PostgresQueueManager(ControlOps, DlqOps, ManagerBase):
         self._owns_db = db is None
         self.elector: LeaderElector | None = None
         self.reaper: Reaper | None = None
+        self.outbox: OutboxReader | None = None
 
     # -- lifecycle ---------------------------------------------------------
 
@@ -139,6 +141,9 @@ class PostgresQueueManager(ControlOps, DlqOps, ManagerBase):
 
     async def _shutdown(self, *, release_leases: bool) -> None:
         ctx, self._ctx = self._ctx, None
+        if self.outbox is not None:
+            await self.outbox.stop()
+            self.outbox = None
         if self.reaper is not None:
             await self.reaper.stop()
         if self.elector is not None:
@@ -324,6 +329,24 @@ class PostgresQueueManager(ControlOps, DlqOps, ManagerBase):
 
     async def get_counts(self, queue: str) -> JobCounts:
         return await reads.get_counts(self.ctx, validate_queue_name(queue))
+
+    # -- events ------------------------------------------------------------------
+
+    async def subscribe_events(
+        self, queue: str | None = None, *, after: str | None = None, maxsize: int = 10_000
+    ) -> Subscription:
+        """A subscription to the outbox: events from now on, or after a resume token.
+
+        ``async for event in subscription: ...``; each event carries ``resume``,
+        the token to pass as ``after`` to continue without gaps or duplicates.
+        """
+        if queue is not None:
+            validate_queue_name(queue)
+        token = ResumeToken.parse(after) if after else None
+        if self.outbox is None:
+            self.outbox = OutboxReader(self.db, self.config, self.notifier)
+            await self.outbox.start()
+        return self.outbox.subscribe(queue, after=token, maxsize=maxsize)
 
     # -- maintenance ---------------------------------------------------------------
 

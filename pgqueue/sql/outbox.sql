@@ -12,14 +12,18 @@ WHERE e.namespace = $1
 ORDER BY e.xid, e.id
 LIMIT $4
 
--- name: event_read_ids
--- The fast path: events named by a NOTIFY hint ($2..$3 ids), delivered at
--- once; the cursor read later skips them by id.  $1 namespace.
+-- name: event_read_visible
+-- The fast path: every committed event after the cursor ($2 xid, $3 id),
+-- whether or not it is commit-safe yet, in (xid, id) order (which keeps the
+-- events of one job in order: its transactions are serialised by the row
+-- lock).  Delivered at once; the cursor read later skips them by id.
+-- $1 namespace, $4 limit.
 SELECT e.id, e.xid, e.queue, e.job_id, e.type, e.payload,
        (extract(epoch FROM e.created_at) * 1000)::float8 AS ts
 FROM pgqueue_events e
-WHERE e.namespace = $1 AND e.id BETWEEN $2::bigint AND $3::bigint
-ORDER BY e.id
+WHERE e.namespace = $1 AND (e.xid, e.id) > ($2::bigint, $3::bigint)
+ORDER BY e.xid, e.id
+LIMIT $4
 
 -- name: event_horizon
 -- The commit-safe horizon (snapshot xmin) and the transaction holding it back.
@@ -32,3 +36,21 @@ SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint AS xmin,
         WHERE a.backend_xid IS NOT NULL
         ORDER BY age(a.backend_xid) DESC
         LIMIT 1)::text AS oldest
+
+-- name: event_read_range
+-- Catch-up read for one subscriber: events after ($2, $3) up to and including
+-- ($4, $5), optionally of one queue ($6 NULL = all).  $1 namespace, $7 limit.
+SELECT e.id, e.xid, e.queue, e.job_id, e.type, e.payload,
+       (extract(epoch FROM e.created_at) * 1000)::float8 AS ts
+FROM pgqueue_events e
+WHERE e.namespace = $1
+  AND (e.xid, e.id) > ($2::bigint, $3::bigint)
+  AND (e.xid, e.id) <= ($4::bigint, $5::bigint)
+  AND ($6::text IS NULL OR e.queue = $6::text)
+ORDER BY e.xid, e.id
+LIMIT $7
+
+-- name: event_safe_horizon
+-- The commit-safe cursor a new reader starts from: every transaction with a
+-- smaller xid has ended.
+SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint - 1 AS xid

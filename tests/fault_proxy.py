@@ -1,0 +1,117 @@
+"""A TCP proxy in front of PostgreSQL that can cut connections at chosen moments.
+
+Real sockets, real server: the proxy forwards bytes both ways and, when armed,
+lets one client message through and then drops the server's answer and closes
+the connection, so the client knows the request was sent but never learns its
+outcome (the indeterminate-commit case of G1).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Callable
+from urllib.parse import parse_qs, urlsplit, urlunsplit
+
+Predicate = Callable[[bytes], bool]
+
+
+def upstream_of(dsn: str) -> tuple[str, int | str]:
+    """(host, port) of a TCP DSN, or ("unix", socket path) of a socket DSN."""
+    parts = urlsplit(dsn)
+    host_param = parse_qs(parts.query).get("host", [None])[0]
+    port = parts.port or 5432
+    if host_param and host_param.startswith("/"):
+        return "unix", f"{host_param}/.s.PGSQL.{port}"
+    return parts.hostname or "127.0.0.1", port
+
+
+class FaultProxy:
+    """Forward ``127.0.0.1:<port>`` to the database of ``dsn``; cut on demand."""
+
+    def __init__(self, dsn: str) -> None:
+        self._dsn = dsn
+        self._upstream = upstream_of(dsn)
+        self._server: asyncio.Server | None = None
+        self._links: set[asyncio.Task[None]] = set()
+        self._writers: set[asyncio.StreamWriter] = set()
+        self._trigger: Predicate | None = None
+        self.cut = asyncio.Event()
+        self.port = 0
+
+    @property
+    def dsn(self) -> str:
+        """The DSN that goes through the proxy (same database, user and options)."""
+        parts = urlsplit(self._dsn)
+        query = "&".join(
+            f"{k}={v[0]}" for k, v in parse_qs(parts.query).items() if k != "host"
+        )
+        user = parts.username or "postgres"
+        netloc = f"{user}@127.0.0.1:{self.port}"
+        return urlunsplit((parts.scheme, netloc, parts.path, query or "sslmode=disable", ""))
+
+    async def start(self) -> None:
+        self._server = await asyncio.start_server(self._accept, "127.0.0.1", 0)
+        self.port = self._server.sockets[0].getsockname()[1]
+
+    def arm(self, when: Predicate) -> None:
+        """On the next client message matching ``when``: forward it, then drop the
+        server's reply and close that connection."""
+        self.cut.clear()
+        self._trigger = when
+
+    async def close(self) -> None:
+        if self._server is not None:
+            self._server.close()
+        for writer in list(self._writers):
+            writer.close()
+        for task in list(self._links):
+            task.cancel()
+        for task in list(self._links):
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+        if self._server is not None:
+            await self._server.wait_closed()
+
+    async def _connect_upstream(self) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+        host, target = self._upstream
+        if host == "unix":
+            return await asyncio.open_unix_connection(str(target))
+        return await asyncio.open_connection(host, int(target))
+
+    async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        up_reader, up_writer = await self._connect_upstream()
+        self._writers.update((writer, up_writer))
+        doomed = asyncio.Event()
+
+        async def client_to_server() -> None:
+            while data := await reader.read(65536):
+                if self._trigger is not None and self._trigger(data):
+                    self._trigger = None
+                    doomed.set()
+                up_writer.write(data)
+                await up_writer.drain()
+
+        async def server_to_client() -> None:
+            while data := await up_reader.read(65536):
+                if doomed.is_set():
+                    break
+                writer.write(data)
+                await writer.drain()
+
+        tasks = [
+            asyncio.create_task(client_to_server()),
+            asyncio.create_task(server_to_client()),
+        ]
+        self._links.update(tasks)
+        try:
+            await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for task in tasks:
+                task.cancel()
+                self._links.discard(task)
+            for w in (writer, up_writer):
+                w.close()
+                self._writers.discard(w)
+            if doomed.is_set():
+                self.cut.set()
