@@ -25,7 +25,7 @@ from pgqueue.ids import uuid7_many
 from pgqueue.manager.context import EngineContext
 from pgqueue.manager.options import JobSpec
 
-__all__ = ["CHUNK_SIZE", "admit"]
+__all__ = ["CHUNK_SIZE", "admit", "attach_child"]
 
 CHUNK_SIZE = 5_000
 
@@ -311,3 +311,24 @@ async def _write_edges(tx: Executor, ns: str, plan: _Plan, inserted: set[str]) -
                 [p for p, _ in children],
                 [c for _, c in children],
             )
+
+
+async def attach_child(ctx: EngineContext, child_id: str, parent_id: str) -> None:
+    """Make ``parent_id`` the parent of an existing job (bunqueue's UpdateParent).
+
+    The parent must be live; a live child blocks it until the child completes.
+    A child that is already gone (removed, never existed) is refused.
+    """
+    async def body(tx: Executor) -> None:
+        for _ in range(2):
+            row = await tx.fetchrow(Q.job_attach_child, ctx.namespace, child_id, parent_id)
+            assert row is not None
+            if not row["parent_found"]:
+                raise DependencyNotFound(f"Parent job not found: {parent_id}", field="parentId")
+            if row["live"] or row["finished"]:
+                return
+            # Not found: gone, or it finished while we looked (then look again).
+            if await tx.fetchval(Q.job_state_get, ctx.namespace, child_id) is None:
+                raise DependencyNotFound(f"Job not found: {child_id}", field="childId")
+
+    await in_transaction(ctx.db, body)

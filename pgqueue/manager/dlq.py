@@ -1,11 +1,190 @@
-"""Dead-letter queue management: list, stats, audited redrive and purge, settings."""
+"""Dead-letter queue management: list, stats, audited redrive and purge, settings.
+
+Every redrive, purge and removal names its ``actor`` (the auth token's name,
+or a service name) and may give a reason (``why``); each operation writes ONE
+audit row (``pgqueue_dlq_audit``) and a ``dlq_audit`` outbox event in the
+same statement as its effect, plus a ``redriven`` / ``removed`` event per
+job.  Manual operations are audited even when they select nothing.
+
+    moved = await m.redrive("emails", reason="timeout", actor="ops-token", why="SMTP is back")
+    page = await m.list_dlq("emails", retriable=True, limit=50)
+    await m.set_dlq_config("emails", {"autoRetry": True, "maxAutoRetries": 5})
+"""
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from pgqueue.errors import ValidationError
+from pgqueue.manager import dlq_reads, queue_settings, redrive
 from pgqueue.manager.base import ManagerBase
+from pgqueue.manager.dlq_models import DlqAuditRecord, DlqEntry, DlqStats
+from pgqueue.manager.dlq_policy import (
+    MAX_LIST_LIMIT,
+    DlqConfig,
+    StallConfig,
+    build_filter,
+    validate_actor,
+    validate_dlq_config_patch,
+    validate_stall_config_patch,
+    validate_why,
+)
+from pgqueue.manager.options import validate_job_id, validate_queue_name
 
 __all__ = ["DlqOps"]
 
 
 class DlqOps(ManagerBase):
     """Operations on dead-lettered jobs and per-queue DLQ and stall settings."""
+
+    async def list_dlq(
+        self,
+        queue: str,
+        *,
+        reason: str | None = None,
+        older_than_ms: float | None = None,
+        newer_than_ms: float | None = None,
+        retriable: bool | None = None,
+        expired: bool | None = None,
+        limit: int = 100,
+        offset: int = 0,
+    ) -> list[DlqEntry]:
+        """One page of ``queue``'s dead-letter entries, oldest first.
+
+        ``older_than_ms`` / ``newer_than_ms`` are instants (ms since the
+        epoch, like the wire's ``olderThan`` / ``newerThan``); ``retriable``
+        selects entries due for an auto-retry now, ``expired`` those past
+        ``maxAge``.
+        """
+        validate_queue_name(queue)
+        selection = build_filter(
+            reason=reason,
+            older_than_ms=older_than_ms,
+            newer_than_ms=newer_than_ms,
+            retriable=retriable,
+            expired=expired,
+            limit=limit,
+            max_limit=MAX_LIST_LIMIT,
+        )
+        if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
+            raise ValidationError("offset must be a non-negative integer", field="offset")
+        return await dlq_reads.list_entries(self.ctx, queue, selection, offset)
+
+    async def dlq_stats(self, queue: str | None = None) -> DlqStats:
+        """Entry counts by reason (every reason, zeros too), pending auto-retries,
+        expired entries, oldest and newest entry; of one queue or (None) all."""
+        if queue is not None:
+            validate_queue_name(queue)
+        return await dlq_reads.stats(self.ctx, queue)
+
+    async def redrive(
+        self,
+        queue: str,
+        *,
+        actor: str,
+        job_id: str | None = None,
+        job_ids: Sequence[str] | None = None,
+        reason: str | None = None,
+        older_than_ms: float | None = None,
+        newer_than_ms: float | None = None,
+        retriable: bool | None = None,
+        expired: bool | None = None,
+        limit: int | None = None,
+        why: str | None = None,
+    ) -> int:
+        """Send dead-lettered jobs of ``queue`` back to waiting; return how many moved.
+
+        No selection at all redrives every entry of the queue.  One statement
+        (set-based), one audit row, one ``redriven`` event per job.
+        """
+        validate_queue_name(queue)
+        actor = validate_actor(actor)
+        why = validate_why(why)
+        if job_id is not None:
+            job_ids = [validate_job_id(job_id, "jobId"), *(job_ids or ())]
+        selection = build_filter(
+            job_ids=job_ids,
+            reason=reason,
+            older_than_ms=older_than_ms,
+            newer_than_ms=newer_than_ms,
+            retriable=retriable,
+            expired=expired,
+            limit=limit,
+        )
+        result = await redrive.redrive_entries(
+            self.ctx, queue, selection, action="redrive", actor=actor, why=why
+        )
+        return result.count
+
+    async def retry_job(self, job_id: str, *, actor: str, why: str | None = None) -> bool:
+        """Redrive one dead-lettered job by id (whatever its queue); False if not in the DLQ."""
+        validate_job_id(job_id, "jobId")
+        actor = validate_actor(actor)
+        why = validate_why(why)
+        queue = await redrive.entry_queue(self.ctx, job_id)
+        if queue is None:
+            return False
+        result = await redrive.redrive_entries(
+            self.ctx, queue, build_filter(job_ids=[job_id]), action="redrive", actor=actor, why=why
+        )
+        return result.count == 1
+
+    async def purge_dlq(
+        self, queue: str, *, actor: str, why: str | None = None, reason: str | None = None
+    ) -> int:
+        """Delete ``queue``'s dead-letter entries (of one ``reason``, if given) and their
+        failed jobs; return how many."""
+        validate_queue_name(queue)
+        actor = validate_actor(actor)
+        why = validate_why(why)
+        result = await redrive.delete_entries(
+            self.ctx, queue, build_filter(reason=reason), action="purge", actor=actor, why=why
+        )
+        return result.count
+
+    async def remove_dlq_job(
+        self, queue: str, job_id: str, *, actor: str, why: str | None = None
+    ) -> bool:
+        """Delete one dead-letter entry and its failed job; False when there was none."""
+        validate_queue_name(queue)
+        validate_job_id(job_id, "jobId")
+        actor = validate_actor(actor)
+        why = validate_why(why)
+        result = await redrive.delete_entries(
+            self.ctx, queue, build_filter(job_ids=[job_id]), action="remove", actor=actor, why=why
+        )
+        return result.count == 1
+
+    async def dlq_audit(self, queue: str | None = None, limit: int = 100) -> list[DlqAuditRecord]:
+        """The newest audited DLQ operations (of one queue, or all), newest first."""
+        if queue is not None:
+            validate_queue_name(queue)
+        limit_checked = build_filter(limit=limit, max_limit=MAX_LIST_LIMIT).limit
+        assert limit_checked is not None
+        return await dlq_reads.audit_records(self.ctx, queue, limit_checked)
+
+    # -- settings ----------------------------------------------------------------
+
+    async def get_dlq_config(self, queue: str) -> DlqConfig:
+        """``queue``'s DLQ settings, defaults filled in (wire names)."""
+        return await queue_settings.get_dlq_config(self.ctx, validate_queue_name(queue))
+
+    async def set_dlq_config(self, queue: str, config: Mapping[str, Any]) -> DlqConfig:
+        """Change some of ``queue``'s DLQ settings (``autoRetry``, ``autoRetryInterval``,
+        ``maxAutoRetries``, ``maxAge`` (ms or None), ``maxEntries``); others keep their
+        value.  Returns the settings now in force."""
+        validate_queue_name(queue)
+        patch = validate_dlq_config_patch(config)
+        return await queue_settings.set_dlq_config(self.ctx, queue, patch)
+
+    async def get_stall_config(self, queue: str) -> StallConfig:
+        """``queue``'s stall-detection settings, defaults filled in (wire names)."""
+        return await queue_settings.get_stall_config(self.ctx, validate_queue_name(queue))
+
+    async def set_stall_config(self, queue: str, config: Mapping[str, Any]) -> StallConfig:
+        """Change some of ``queue``'s stall settings (``enabled``, ``stallInterval``,
+        ``maxStalls``, ``gracePeriod``); others keep their value."""
+        validate_queue_name(queue)
+        patch = validate_stall_config_patch(config)
+        return await queue_settings.set_stall_config(self.ctx, queue, patch)

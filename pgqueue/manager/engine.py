@@ -32,6 +32,7 @@ from pgqueue.errors import (
     PgQueueError,
     ValidationError,
 )
+from pgqueue.maintenance.dlq_upkeep import DlqUpkeep, DlqUpkeepReport, dlq_upkeep_once
 from pgqueue.maintenance.leader import LeaderElector
 from pgqueue.maintenance.reaper import Reaper, ReapReport, reap_once
 from pgqueue.manager import admission, claim, completion, flows, leases, reads
@@ -71,6 +72,7 @@ class PostgresQueueManager(ControlOps, DlqOps, ManagerBase):
         self.elector: LeaderElector | None = None
         self.reaper: Reaper | None = None
         self.outbox: OutboxReader | None = None
+        self.dlq_upkeep: DlqUpkeep | None = None
 
     # -- lifecycle ---------------------------------------------------------
 
@@ -118,8 +120,10 @@ class PostgresQueueManager(ControlOps, DlqOps, ManagerBase):
             if config.run_maintenance:
                 self.elector = LeaderElector(db, config, session)
                 self.reaper = Reaper(self._ctx, self.elector)
+                self.dlq_upkeep = DlqUpkeep(self._ctx, self.elector)
                 await self.elector.start()
                 await self.reaper.start()
+                await self.dlq_upkeep.start()
         except BaseException:
             await self._shutdown(release_leases=False)
             raise
@@ -144,6 +148,8 @@ class PostgresQueueManager(ControlOps, DlqOps, ManagerBase):
         if self.outbox is not None:
             await self.outbox.stop()
             self.outbox = None
+        if self.dlq_upkeep is not None:
+            await self.dlq_upkeep.stop()
         if self.reaper is not None:
             await self.reaper.stop()
         if self.elector is not None:
@@ -224,6 +230,10 @@ class PostgresQueueManager(ControlOps, DlqOps, ManagerBase):
 
     async def get_children_values(self, parent_id: str) -> dict[str, Any]:
         return await reads.get_children_values(self.ctx, parent_id)
+
+    async def attach_child(self, child_id: str, parent_id: str) -> None:
+        """Make ``parent_id`` the parent of an existing job (legacy child-first flows)."""
+        await admission.attach_child(self.ctx, child_id, parent_id)
 
     # -- claims ----------------------------------------------------------------
 
@@ -327,6 +337,9 @@ class PostgresQueueManager(ControlOps, DlqOps, ManagerBase):
     async def get_result(self, job_id: str) -> Any:
         return await reads.get_result(self.ctx, job_id)
 
+    async def get_jobs_by_ids(self, job_ids: Sequence[str]) -> dict[str, Job]:
+        return await reads.get_jobs_by_ids(self.ctx, job_ids)
+
     async def get_counts(self, queue: str) -> JobCounts:
         return await reads.get_counts(self.ctx, validate_queue_name(queue))
 
@@ -353,3 +366,7 @@ class PostgresQueueManager(ControlOps, DlqOps, ManagerBase):
     async def reap(self) -> ReapReport:
         """Run one reaper sweep now (the leader does this on its own every interval)."""
         return await reap_once(self.ctx)
+
+    async def dlq_upkeep_pass(self) -> DlqUpkeepReport:
+        """Run one DLQ upkeep pass now (auto-retry, max age, max entries)."""
+        return await dlq_upkeep_once(self.ctx)

@@ -288,6 +288,7 @@ JOB_OPTIONS = frozenset(
         "parent_queue",
         "group_id",
         "tags",
+        "children_ids",
         "stack_trace_limit",
         "keep_logs",
         "timestamp",
@@ -337,6 +338,11 @@ def build_job_spec(
     tags = reader.string_list("tags", limit=100)
     if tags:
         extras["tags"] = list(tags)
+    if depends_on:
+        extras["depends_on"] = list(depends_on)
+    children = reader.string_list("children_ids", limit=10_000)
+    if children:
+        extras["children_ids"] = list(children)
     for key in ("stack_trace_limit", "keep_logs"):
         value = reader.integer(key, 0, 1_000_000)
         if value is not None:

@@ -137,8 +137,14 @@ class Subscription:
 
     def _stamp(self, event: Event) -> Event:
         return Event(
-            event.id, event.xid, event.queue, event.job_id, event.type, event.payload,
-            event.timestamp, str(self.token),
+            event.id,
+            event.xid,
+            event.queue,
+            event.job_id,
+            event.type,
+            event.payload,
+            event.timestamp,
+            str(self.token),
         )
 
     def offer_in_order(self, event: Event) -> None:
@@ -190,8 +196,9 @@ class Subscription:
             self._queue.put_nowait(self._stamp(event))
             return True
         except asyncio.QueueFull:
-            log.info("subscriber fell behind (%d queued); catching up from the database",
-                     self.maxsize)
+            log.info(
+                "subscriber fell behind (%d queued); catching up from the database", self.maxsize
+            )
             self.live = False
             return False
 
@@ -247,7 +254,10 @@ class OutboxReader(Service):
     # -- subscriptions -------------------------------------------------------
 
     def subscribe(
-        self, queue: str | None = None, *, after: ResumeToken | None = None,
+        self,
+        queue: str | None = None,
+        *,
+        after: ResumeToken | None = None,
         maxsize: int = 10_000,
     ) -> Subscription:
         """Events from now on, or everything after ``after`` (a resume token)."""
@@ -256,7 +266,11 @@ class OutboxReader(Service):
             sub.ahead = {event_id: event.xid for event_id, event in self._ahead.items()}
         else:
             sub = Subscription(
-                self, queue, after.cursor, maxsize=maxsize, live=False,
+                self,
+                queue,
+                after.cursor,
+                maxsize=maxsize,
+                live=False,
                 # Their positions are unknown: keep them until the read meets them.
                 ahead={event_id: UNKNOWN_XID for event_id in after.ahead},
             )
@@ -276,8 +290,14 @@ class OutboxReader(Service):
                 upto = self.cursor
                 while sub.safe < upto:
                     rows = await self._db.fetch(
-                        Q.event_read_range, self._config.namespace, sub.safe.xid, sub.safe.id,
-                        upto.xid, upto.id, sub.queue, batch,
+                        Q.event_read_range,
+                        self._config.namespace,
+                        sub.safe.xid,
+                        sub.safe.id,
+                        upto.xid,
+                        upto.id,
+                        sub.queue,
+                        batch,
                     )
                     for row in rows:
                         if not sub.deliver_caught_up(Event.from_row(row)):
@@ -331,7 +351,10 @@ class OutboxReader(Service):
             return
         self._hinted = False
         rows = await self._db.fetch(
-            Q.event_read_visible, self._config.namespace, self.cursor.xid, self.cursor.id,
+            Q.event_read_visible,
+            self._config.namespace,
+            self.cursor.xid,
+            self.cursor.id,
             self._config.event_batch,
         )
         for row in rows:
@@ -349,7 +372,10 @@ class OutboxReader(Service):
         passed = 0
         while True:
             rows = await self._db.fetch(
-                Q.event_read_after, self._config.namespace, self.cursor.xid, self.cursor.id,
+                Q.event_read_after,
+                self._config.namespace,
+                self.cursor.xid,
+                self.cursor.id,
                 batch,
             )
             for row in rows:
@@ -373,4 +399,3 @@ class OutboxReader(Service):
     def _prune_ahead(self) -> None:
         for event_id in [i for i, e in self._ahead.items() if e.xid < self.cursor.xid]:
             del self._ahead[event_id]
-

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import orjson
@@ -14,6 +15,7 @@ from pgqueue.manager.rows import job_from_row
 __all__ = [
     "NO_RESULT",
     "get_children_values",
+    "get_jobs_by_ids",
     "get_counts",
     "get_job",
     "get_result",
@@ -77,3 +79,9 @@ async def get_children_values(ctx: EngineContext, parent_id: str) -> dict[str, A
         else orjson.loads(row["result"])
         for row in rows
     }
+
+
+async def get_jobs_by_ids(ctx: EngineContext, job_ids: Sequence[str]) -> dict[str, Job]:
+    """Jobs by id (missing ids are absent from the map)."""
+    rows = await ctx.db.fetch(Q.job_get_by_ids, ctx.namespace, list(job_ids))
+    return {row["id"]: job_from_row(row) for row in rows}

@@ -195,3 +195,42 @@ SELECT pg_notify('pgqueue_events', json_build_object(
            'q', CASE WHEN count(DISTINCT e.queue) <= 16 THEN array_agg(DISTINCT e.queue) END)::text)
 FROM events e
 HAVING count(*) > 0
+
+-- name: job_attach_child
+-- Legacy child-first flows (UpdateParent): make $3 the parent of $2.  A live
+-- child becomes a dependency of the parent (which waits for it); a finished
+-- child only records its parent (its result counts among the parent's
+-- children values).  $1 namespace.  Returns where the child was found.
+WITH parent AS (
+    SELECT id, queue FROM pgqueue_jobs
+    WHERE namespace = $1 AND id = $3
+    FOR UPDATE
+), live_child AS (
+    UPDATE pgqueue_jobs c
+    SET parent_id = p.id, parent_queue = p.queue, has_dependents = true
+    FROM parent p
+    WHERE c.namespace = $1 AND c.id = $2 AND c.parent_id IS DISTINCT FROM p.id
+    RETURNING c.id
+), finished_child AS (
+    UPDATE pgqueue_finished c
+    SET parent_id = p.id, parent_queue = p.queue
+    FROM parent p
+    WHERE c.namespace = $1 AND c.id = $2
+    RETURNING c.id, c.state
+), edge AS (
+    INSERT INTO pgqueue_dependencies (namespace, job_id, depends_on)
+    SELECT $1, $3, l.id FROM live_child l
+    ON CONFLICT DO NOTHING
+    RETURNING job_id
+), waiting AS (
+    UPDATE pgqueue_jobs j
+    SET pending_deps = j.pending_deps + 1,
+        state = CASE WHEN j.state = 'pending' THEN 'waiting-children' ELSE j.state END
+    FROM edge e
+    WHERE j.namespace = $1 AND j.id = e.job_id
+    RETURNING j.id
+)
+SELECT (SELECT count(*) FROM parent) AS parent_found,
+       (SELECT count(*) FROM live_child) AS live,
+       (SELECT count(*) FROM finished_child) AS finished,
+       (SELECT count(*) FROM waiting) AS blocked

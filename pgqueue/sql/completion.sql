@@ -74,15 +74,18 @@ WITH input AS (
         failed_reason = EXCLUDED.failed_reason, error = EXCLUDED.error,
         stacktrace = EXCLUDED.stacktrace, removed = EXCLUDED.removed, opts = EXCLUDED.opts
 ), dead_lettered AS (
-    INSERT INTO pgqueue_dlq AS q (namespace, job_id, queue, reason, error, entered_at, attempts)
-    SELECT $1, d.id, d.queue, d.failed_reason, d.error_text, statement_timestamp(),
-           d.new_attempt_log
+    INSERT INTO pgqueue_dlq AS q (namespace, job_id, queue, reason, error, entered_at, attempts,
+                                  retry_count, last_retry_at)
+    SELECT $1, d.id, d.queue, d.failed_reason, d.error_text,
+           coalesce(d.dlq_entered_at, statement_timestamp()), d.new_attempt_log,
+           d.dlq_retry_count, d.dlq_last_retry_at
     FROM done d
     WHERE d.outcome = 'failed' AND NOT d.removed
     ON CONFLICT (namespace, job_id) DO UPDATE SET
         queue = EXCLUDED.queue, reason = EXCLUDED.reason, error = EXCLUDED.error,
         entered_at = EXCLUDED.entered_at, attempts = EXCLUDED.attempts,
-        retry_count = 0, last_retry_at = NULL, next_retry_at = NULL
+        retry_count = EXCLUDED.retry_count, last_retry_at = EXCLUDED.last_retry_at,
+        next_retry_at = NULL
 ), events AS (
     INSERT INTO pgqueue_events (namespace, queue, job_id, type, payload)
     SELECT $1, d.queue, d.id, d.outcome,

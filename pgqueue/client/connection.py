@@ -1,0 +1,146 @@
+"""One TCP connection to a broker: frames out, answers matched by ``reqId``.
+
+Requests are pipelined: many may be in flight at once; each waits for the
+answer with its ``reqId``.  Frames without a ``reqId`` are server-pushed
+events (``{type: "event"}``) and go to :attr:`events`.  When the connection
+breaks, every request in flight fails with :class:`ConnectionLost` — for a
+write that means its outcome is unknown, so callers retry writes only with a
+custom id.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import logging
+from typing import Any
+
+from pgqueue.errors import (
+    AuthError,
+    CommandTimeout,
+    ConnectionLost,
+    PgQueueError,
+    ProtocolError,
+    RemoteError,
+)
+from pgqueue.protocol import FrameReader, encode_frame, pack, unpack
+
+__all__ = ["Connection"]
+
+log = logging.getLogger("pgqueue.client")
+
+
+class Connection:
+    """A pipelined protocol connection (use :meth:`open`)."""
+
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
+                 address: str) -> None:
+        self._reader = reader
+        self._writer = writer
+        self.address = address
+        self._ids = itertools.count(1)
+        self._waiting: dict[str, asyncio.Future[dict[str, Any]]] = {}
+        self.events: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
+        self.closed = asyncio.Event()
+        self.failure: BaseException | None = None
+        self._pump = asyncio.create_task(self._read_loop(), name=f"pgqueue:conn:{address}")
+
+    @classmethod
+    async def open(
+        cls, host: str, port: int, *, token: str | None = None, timeout: float = 10.0
+    ) -> Connection:
+        """Connect (and authenticate when ``token`` is given)."""
+        try:
+            reader, writer = await asyncio.wait_for(asyncio.open_connection(host, port), timeout)
+        except (OSError, TimeoutError) as exc:
+            raise ConnectionLost(f"cannot connect to {host}:{port}: {exc}") from exc
+        connection = cls(reader, writer, f"{host}:{port}")
+        if token is not None:
+            try:
+                await connection.call("Auth", {"token": token}, timeout=timeout)
+            except RemoteError as exc:
+                await connection.close()
+                raise AuthError(exc.message) from exc
+        return connection
+
+    @property
+    def in_flight(self) -> int:
+        return len(self._waiting)
+
+    async def call(
+        self, cmd: str, fields: dict[str, Any] | None = None, *, timeout: float | None = 30.0
+    ) -> dict[str, Any]:
+        """Send one command; return the answer map or raise :class:`RemoteError`."""
+        answer = await self.request({"cmd": cmd, **(fields or {})}, timeout=timeout)
+        if not answer.get("ok"):
+            raise RemoteError(str(answer.get("error", "unknown error")))
+        return answer
+
+    async def request(
+        self, message: dict[str, Any], *, timeout: float | None = 30.0
+    ) -> dict[str, Any]:
+        """Send a raw command map; return the raw answer (ok or not)."""
+        if self.closed.is_set():
+            raise ConnectionLost(f"connection to {self.address} is closed")
+        req_id = str(next(self._ids) & 0x7FFFFFFF)
+        future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
+        self._waiting[req_id] = future
+        try:
+            self._writer.write(encode_frame(pack({**message, "reqId": req_id})))
+            return await asyncio.wait_for(asyncio.shield(future), timeout)
+        except TimeoutError as exc:
+            raise CommandTimeout(
+                f"{message.get('cmd')} got no answer from {self.address} in {timeout}s"
+            ) from exc
+        finally:
+            self._waiting.pop(req_id, None)
+
+    def send_raw(self, data: bytes) -> None:
+        """Write bytes as they are (tests of the broker's handling of bad input)."""
+        self._writer.write(data)
+
+    async def next_raw_answer(self, timeout: float = 10.0) -> dict[str, Any]:
+        """The next frame that matched no request (answers without a reqId)."""
+        return await asyncio.wait_for(self.events.get(), timeout)
+
+    async def _read_loop(self) -> None:
+        frames = FrameReader(2**32 - 1)
+        try:
+            while True:
+                data = await self._reader.read(65536)
+                if not data:
+                    break
+                for body in frames.feed(data):
+                    self._deliver(unpack(body))
+        except (ConnectionError, ProtocolError, PgQueueError) as exc:
+            self.failure = exc
+        except asyncio.CancelledError:
+            raise
+        finally:
+            self._fail_all()
+
+    def _deliver(self, message: dict[str, Any]) -> None:
+        req_id = message.get("reqId")
+        future = self._waiting.get(req_id) if isinstance(req_id, str) else None
+        if future is not None and not future.done():
+            future.set_result(message)
+        else:
+            self.events.put_nowait(message)
+
+    def _fail_all(self) -> None:
+        self.closed.set()
+        for future in self._waiting.values():
+            if not future.done():
+                future.set_exception(
+                    ConnectionLost(f"connection to {self.address} lost before the answer")
+                )
+
+    async def close(self) -> None:
+        self._writer.close()
+        with contextlib.suppress(Exception):
+            await self._writer.wait_closed()
+        self._pump.cancel()
+        with contextlib.suppress(asyncio.CancelledError, Exception):
+            await self._pump
+        self._fail_all()

@@ -1,0 +1,178 @@
+"""DLQ upkeep on the leader: auto-retries, ``maxAge`` and ``maxEntries``.
+
+Every pass reads, per queue with dead-letter entries, its DLQ config and how
+many entries it has, how many are expired and how many are due; then
+
+1. deletes the entries older than ``maxAge`` (action ``expire``),
+2. deletes the oldest entries beyond ``maxEntries`` (action ``expire``),
+3. redrives the entries due for an auto-retry (action ``auto_retry``): the
+   first is due ``autoRetryInterval`` after the entry, the next ones
+   ``autoRetryInterval * 2^(n-1)`` after retry *n*, at most ``maxAutoRetries``
+   per chain.  An auto-retried job that fails again re-enters the DLQ with
+   its chain (the retry count travels on the live job).
+
+Each batch is one audited statement (:mod:`pgqueue.manager.redrive`), with
+actor :data:`UPKEEP_ACTOR`.  Everything is measured on the database clock.
+``maxEntries`` is enforced by the upkeep, so a queue may briefly hold more
+entries between two passes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass
+
+import orjson
+
+from pgqueue.db.queries import Q
+from pgqueue.errors import PgQueueError
+from pgqueue.maintenance.leader import LeaderElector
+from pgqueue.manager.context import EngineContext
+from pgqueue.manager.dlq_policy import DlqConfig, DlqFilter, complete_dlq_config
+from pgqueue.manager.dlq_reads import DEFAULT_DLQ_CONFIG_JSON
+from pgqueue.manager.redrive import delete_entries, redrive_entries
+from pgqueue.service import Service
+
+__all__ = [
+    "DLQ_UPKEEP_INTERVAL_MS_DEFAULT",
+    "UPKEEP_ACTOR",
+    "DlqUpkeep",
+    "DlqUpkeepReport",
+    "dlq_upkeep_once",
+]
+
+log = logging.getLogger("pgqueue.dlq")
+
+DLQ_UPKEEP_INTERVAL_MS_DEFAULT = 10_000
+UPKEEP_ACTOR = "pgqueue:dlq-upkeep"
+
+
+@dataclass(slots=True)
+class DlqUpkeepReport:
+    """What one pass did."""
+
+    auto_retried: int = 0
+    expired: int = 0
+    trimmed: int = 0
+
+    @property
+    def total(self) -> int:
+        return self.auto_retried + self.expired + self.trimmed
+
+
+async def _expire(ctx: EngineContext, queue: str, config: DlqConfig, batch: int) -> int:
+    done = 0
+    while True:
+        result = await delete_entries(
+            ctx,
+            queue,
+            DlqFilter(expired=True, limit=batch),
+            action="expire",
+            actor=UPKEEP_ACTOR,
+            why="maxAge",
+            audit_when_empty=False,
+            recorded={"expired": True, "maxAge": config["maxAge"]},
+        )
+        done += result.count
+        if result.count < batch:
+            return done
+
+
+async def _trim(ctx: EngineContext, queue: str, config: DlqConfig, excess: int, batch: int) -> int:
+    done = 0
+    while excess > done:
+        step = min(batch, excess - done)
+        result = await delete_entries(
+            ctx,
+            queue,
+            DlqFilter(limit=step),
+            action="expire",
+            actor=UPKEEP_ACTOR,
+            why="maxEntries",
+            audit_when_empty=False,
+            recorded={"maxEntries": config["maxEntries"], "limit": step},
+        )
+        done += result.count
+        if result.count < step:
+            break
+    return done
+
+
+async def _auto_retry(ctx: EngineContext, queue: str, config: DlqConfig, batch: int) -> int:
+    done = 0
+    while True:
+        result = await redrive_entries(
+            ctx,
+            queue,
+            DlqFilter(retriable=True, limit=batch),
+            action="auto_retry",
+            actor=UPKEEP_ACTOR,
+            why="autoRetry",
+            audit_when_empty=False,
+            recorded={
+                "retriable": True,
+                "autoRetryInterval": config["autoRetryInterval"],
+                "maxAutoRetries": config["maxAutoRetries"],
+            },
+        )
+        done += result.count
+        if result.count < batch:
+            return done
+
+
+async def dlq_upkeep_once(ctx: EngineContext, *, batch: int | None = None) -> DlqUpkeepReport:
+    """One pass over every queue's DLQ (see the module docstring)."""
+    batch = batch or ctx.config.reaper_batch
+    report = DlqUpkeepReport()
+    rows = await ctx.db.fetch(Q.dlq_upkeep_queues, ctx.namespace, DEFAULT_DLQ_CONFIG_JSON)
+    for row in rows:
+        queue = row["queue"]
+        config = complete_dlq_config(orjson.loads(row["config"]))
+        total = int(row["total"])
+        if row["expired"] and config["maxAge"] is not None:
+            expired = await _expire(ctx, queue, config, batch)
+            report.expired += expired
+            total -= expired
+        if total > config["maxEntries"]:
+            report.trimmed += await _trim(ctx, queue, config, total - config["maxEntries"], batch)
+        if row["due"] and config["autoRetry"]:
+            report.auto_retried += await _auto_retry(ctx, queue, config, batch)
+    return report
+
+
+class DlqUpkeep(Service):
+    """Runs :func:`dlq_upkeep_once` every ``interval_ms`` while this broker leads."""
+
+    name = "dlq-upkeep"
+
+    def __init__(
+        self,
+        ctx: EngineContext,
+        elector: LeaderElector,
+        *,
+        interval_ms: int = DLQ_UPKEEP_INTERVAL_MS_DEFAULT,
+    ) -> None:
+        super().__init__()
+        if interval_ms < 10:
+            raise ValueError("interval_ms must be at least 10")
+        self._ctx = ctx
+        self._elector = elector
+        self._interval = interval_ms / 1000
+        self.passes = 0
+        self.last_report = DlqUpkeepReport()
+        self.swept = asyncio.Event()
+
+    async def run(self) -> None:
+        self.started.set()
+        while True:
+            await self._elector.is_leader.wait()
+            try:
+                self.last_report = await dlq_upkeep_once(self._ctx)
+                self.passes += 1
+                self.swept.set()
+                if self.last_report.total:
+                    log.info("DLQ upkeep: %s", self.last_report)
+            except PgQueueError as exc:
+                log.warning("DLQ upkeep pass failed: %s", exc)
+            await asyncio.sleep(self._interval)

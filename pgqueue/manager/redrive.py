@@ -1,0 +1,126 @@
+"""DLQ writes: redrive (manual or auto-retry) and delete (purge, remove, expire).
+
+Each operation is ONE statement (``dlq_redrive`` / ``dlq_delete``): it picks
+the entries with ``FOR UPDATE SKIP LOCKED`` in entry order, moves or deletes
+them together with their failed rows, writes one outbox event per job, ONE
+audit row and one ``dlq_audit`` event, and sends the NOTIFY hint.  Two
+operations racing for an entry never both act on it: the second skips the
+locked row, or finds it gone.
+
+A redriven job is pending and due now: attempts and stall count start from
+zero, its fence is kept (the next claim increments it, so tokens of its dead
+claims stay stale), its attempt log is kept, its TTL window starts again and
+its unique key is cleared.  Clearing the key is deliberate: dedup guards
+admission, and while the job sat in the DLQ another job may have taken the
+key; a redrive is an operator's decision about one known job, never a
+duplicate admission.  A job whose dependencies are still unresolved goes
+back to ``waiting-children``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+
+from pgqueue.db.executor import Row
+from pgqueue.db.queries import Q, Query
+from pgqueue.manager.context import EngineContext
+from pgqueue.manager.dlq_models import RedriveResult
+from pgqueue.manager.dlq_policy import DlqFilter
+from pgqueue.manager.dlq_reads import DEFAULT_DLQ_CONFIG_JSON
+
+__all__ = ["REDRIVE_ACTIONS", "REMOVE_ACTIONS", "delete_entries", "entry_queue", "redrive_entries"]
+
+REDRIVE_ACTIONS = ("redrive", "auto_retry")
+REMOVE_ACTIONS = ("purge", "remove", "expire")
+
+
+async def _run(
+    ctx: EngineContext,
+    query: Query,
+    queue: str,
+    selection: DlqFilter,
+    *,
+    action: str,
+    actor: str,
+    why: str | None,
+    audit_when_empty: bool,
+    recorded: dict[str, Any] | None,
+) -> RedriveResult:
+    ctx.session.check()
+    record = selection.record() if recorded is None else recorded
+    row: Row | None = await ctx.db.fetchrow(
+        query,
+        ctx.namespace,
+        queue,
+        *selection.args(),
+        DEFAULT_DLQ_CONFIG_JSON,
+        action,
+        actor,
+        why,
+        orjson.dumps(record).decode(),
+        audit_when_empty,
+    )
+    assert row is not None
+    return RedriveResult(job_ids=list(row["ids"]), audit_id=row["audit_id"])
+
+
+async def redrive_entries(
+    ctx: EngineContext,
+    queue: str,
+    selection: DlqFilter,
+    *,
+    action: str,
+    actor: str,
+    why: str | None = None,
+    audit_when_empty: bool = True,
+    recorded: dict[str, Any] | None = None,
+) -> RedriveResult:
+    """Move the selected entries' jobs back to waiting (see the module docstring)."""
+    if action not in REDRIVE_ACTIONS:
+        raise ValueError(f"not a redrive action: {action!r}")
+    return await _run(
+        ctx,
+        Q.dlq_redrive,
+        queue,
+        selection,
+        action=action,
+        actor=actor,
+        why=why,
+        audit_when_empty=audit_when_empty,
+        recorded=recorded,
+    )
+
+
+async def delete_entries(
+    ctx: EngineContext,
+    queue: str,
+    selection: DlqFilter,
+    *,
+    action: str,
+    actor: str,
+    why: str | None = None,
+    audit_when_empty: bool = True,
+    recorded: dict[str, Any] | None = None,
+) -> RedriveResult:
+    """Delete the selected entries and their failed jobs."""
+    if action not in REMOVE_ACTIONS:
+        raise ValueError(f"not a delete action: {action!r}")
+    return await _run(
+        ctx,
+        Q.dlq_delete,
+        queue,
+        selection,
+        action=action,
+        actor=actor,
+        why=why,
+        audit_when_empty=audit_when_empty,
+        recorded=recorded,
+    )
+
+
+async def entry_queue(ctx: EngineContext, job_id: str) -> str | None:
+    """The queue whose DLQ holds ``job_id``, or None."""
+    value = await ctx.db.fetchval(Q.dlq_entry_queue, ctx.namespace, job_id)
+    return None if value is None else str(value)

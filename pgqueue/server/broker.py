@@ -1,0 +1,194 @@
+"""The broker process: the engine, the TCP protocol, the HTTP API, and a clean drain.
+
+``Broker.start()`` starts the manager (its own broker session), then listens.
+``Broker.stop()`` is the SIGTERM path: stop accepting, let requests in flight
+finish, give back the jobs pulled on every connection, release this
+session's remaining leases (so other brokers can run them at once), end the
+session.  A ``kill -9`` leaves leases that expire on the database clock.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hmac
+import logging
+import time
+from collections import OrderedDict
+from typing import TYPE_CHECKING, Any
+
+from pgqueue.config import Config
+from pgqueue.errors import PgQueueError
+from pgqueue.manager import PostgresQueueManager
+from pgqueue.manager.completion import FailItem
+from pgqueue.manager.models import AckItem, ItemOutcome
+from pgqueue.manager.options import JobSpec
+from pgqueue.server.groupcommit import Coalescer
+from pgqueue.server.request import ClientState
+from pgqueue.server.settings import BrokerSettings
+from pgqueue.server.tcp import TcpServer
+from pgqueue.server.wire import event_to_wire
+
+if TYPE_CHECKING:
+    from pgqueue.server.metrics import BrokerMetrics
+
+__all__ = ["Broker"]
+
+log = logging.getLogger("pgqueue.broker")
+
+TOKEN_CACHE_SIZE = 200_000
+
+
+class Broker:
+    """One broker process (see the module docstring)."""
+
+    def __init__(
+        self,
+        config: Config,
+        settings: BrokerSettings,
+        manager: PostgresQueueManager | None = None,
+    ) -> None:
+        self.config = config.validate()
+        self.settings = settings.validate()
+        self.manager = manager or PostgresQueueManager(self.config)
+        self.draining = False
+        self.started_at = time.time()
+        self._tokens: OrderedDict[str, str] = OrderedDict()
+        self.pushes: Coalescer[JobSpec, str] = Coalescer(self.manager.push_specs)
+        self.acks: Coalescer[AckItem, ItemOutcome] = Coalescer(self.manager.ack_batch)
+        self.fails: Coalescer[FailItem, ItemOutcome] = Coalescer(self.manager.fail_batch)
+        self.tcp = TcpServer(self)
+        self.http: Any = None
+        self.metrics: BrokerMetrics | None = None
+        self.stopped = asyncio.Event()
+
+    # -- auth ----------------------------------------------------------------
+
+    @property
+    def auth_required(self) -> bool:
+        return bool(self.settings.auth_tokens)
+
+    def check_token(self, token: str) -> str | None:
+        """The name of the matching token (constant-time comparison), else None."""
+        match = None
+        for candidate in self.settings.auth_tokens:
+            if hmac.compare_digest(candidate.secret.encode(), token.encode()):
+                match = candidate.name
+        return match
+
+    # -- hot path with group commit -------------------------------------------
+
+    async def push(self, spec: JobSpec) -> str:
+        """Admit one job; simple ones share a transaction with concurrent pushes."""
+        if spec.depends_on or spec.parent_id or spec.dedup_mode != "reject":
+            return (await self.manager.push_specs([spec]))[0]
+        return await self.pushes.submit(spec)
+
+    async def ack(self, item: AckItem) -> ItemOutcome:
+        return await self.acks.submit(item)
+
+    async def fail(self, item: FailItem) -> ItemOutcome:
+        return await self.fails.submit(item)
+
+    # -- tokens handed out by this broker (for clients that ack without one) ----
+
+    def remember_token(self, job_id: str, token: str) -> None:
+        self._tokens[job_id] = token
+        self._tokens.move_to_end(job_id)
+        while len(self._tokens) > TOKEN_CACHE_SIZE:
+            self._tokens.popitem(last=False)
+
+    def recall_token(self, job_id: str) -> str | None:
+        return self._tokens.get(job_id)
+
+    def forget_token(self, job_id: str) -> None:
+        self._tokens.pop(job_id, None)
+
+    # -- event subscriptions -------------------------------------------------------
+
+    async def subscribe(self, client: ClientState, queue: str, after: str | None) -> None:
+        self.unsubscribe(client)
+        subscription = await self.manager.subscribe_events(queue, after=after)
+        client.subscription = subscription
+        client.forwarder = asyncio.create_task(self._forward(client), name="pgqueue:events")
+
+    async def _forward(self, client: ClientState) -> None:
+        subscription = client.subscription
+        assert subscription is not None
+        async for event in subscription:
+            frame = event_to_wire(event)
+            if frame is not None and client.send is not None and not client.closed:
+                client.send(frame)
+
+    def unsubscribe(self, client: ClientState) -> None:
+        if client.subscription is not None:
+            client.subscription.close()
+            client.subscription = None
+        if client.forwarder is not None:
+            client.forwarder.cancel()
+            client.forwarder = None
+
+    async def client_closed(self, client: ClientState) -> None:
+        """A connection ended: give back its pulled jobs, drop its workers and events."""
+        self.unsubscribe(client)
+        pulled = list(client.pulled.items())
+        client.pulled.clear()
+        try:
+            if pulled:
+                outcomes = await self.manager.release(pulled)
+                for outcome in outcomes:
+                    self.forget_token(outcome.job_id)
+                released = sum(o.applied for o in outcomes)
+                if released:
+                    log.info("connection closed: %d pulled jobs back to waiting", released)
+            if client.workers:
+                await self.manager.unregister_client_workers(client.client_id)
+        except PgQueueError as exc:
+            log.warning("cleanup of a closed connection failed: %s", exc)
+
+    # -- metrics hook --------------------------------------------------------------
+
+    def observe(self, command: str, seconds: float, ok: bool) -> None:
+        if self.metrics is not None:
+            self.metrics.observe_command(command, seconds, ok)
+
+    # -- lifecycle ------------------------------------------------------------------
+
+    async def start(self) -> None:
+        await self.manager.start()
+        try:
+            await self.tcp.start(self.settings.host, self.settings.tcp_port)
+            if self.settings.enable_http:
+                from pgqueue.server.http.server import HttpServer
+
+                self.http = HttpServer(self)
+                await self.http.start(self.settings.host, self.settings.http_port)
+        except BaseException:
+            await self.manager.close()
+            raise
+        log.info(
+            "broker %s listening: tcp %s:%d%s (namespace %s)",
+            self.manager.broker_id, self.settings.host, self.tcp.port,
+            f", http {self.settings.host}:{self.http.port}" if self.http else "",
+            self.config.namespace,
+        )
+
+    async def stop(self) -> None:
+        """Drain: stop accepting, finish requests in flight, give jobs back, end."""
+        if self.stopped.is_set():
+            return
+        self.draining = True
+        await self.tcp.stop_accepting()
+        if self.http is not None:
+            await self.http.stop_accepting()
+        timeout = self.settings.drain_timeout_ms / 1000
+        await self.tcp.wait_idle(timeout)
+        await self.tcp.close_all()
+        for coalescer in (self.pushes, self.acks, self.fails):
+            with contextlib.suppress(Exception):
+                await coalescer.close()
+        if self.http is not None:
+            await self.http.stop()
+        await self.manager.close()
+        self.stopped.set()
+        log.info("broker stopped")

@@ -1,0 +1,215 @@
+"""The worker loop: PULL(B), ACK(B), FAIL, lease heartbeats, progress, logs, workers."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pgqueue.errors import JobNotFound, LeaseLost, ValidationError
+from pgqueue.manager.claim import MAX_PULL_COUNT, MAX_PULL_TIMEOUT_MS
+from pgqueue.manager.completion import FailItem
+from pgqueue.manager.models import AckItem, ClaimedJob, ItemOutcome
+from pgqueue.protocol import Fields
+from pgqueue.server.registry import command
+from pgqueue.server.request import Request
+from pgqueue.server.wire import job_to_wire
+
+MAX_LOCK_TTL_MS = 86_400_000
+MAX_BATCH_ITEMS = 10_000
+
+
+async def _pull(req: Request, count: int) -> list[ClaimedJob]:
+    f = req.fields
+    queue = f.queue()
+    owner = f.opt_str("owner", max_len=256)
+    lock_ttl = f.opt_int("lockTtl", minimum=1, maximum=MAX_LOCK_TTL_MS)
+    timeout = f.opt_int("timeout", minimum=0, maximum=MAX_PULL_TIMEOUT_MS, default=0)
+    detach = f.opt_bool("detach", default=False)
+    if req.broker.draining:
+        return []
+    jobs = await req.manager.pull_batch(
+        queue, count, owner=owner or None, lock_ttl_ms=lock_ttl, timeout_ms=timeout
+    )
+    for job in jobs:
+        req.broker.remember_token(job.id, job.token)
+        if not detach:
+            req.client.pulled[job.id] = job.token
+    return jobs
+
+
+@command("PULL")
+async def pull(req: Request) -> dict[str, Any]:
+    jobs = await _pull(req, 1)
+    job = jobs[0] if jobs else None
+    response: dict[str, Any] = {"job": job_to_wire(job.job) if job else None}
+    if req.fields.has("owner"):
+        response["token"] = job.token if job else None
+    return response
+
+
+@command("PULLB")
+async def pull_batch(req: Request) -> dict[str, Any]:
+    count = req.fields.int_("count", minimum=1, maximum=MAX_PULL_COUNT)
+    jobs = await _pull(req, count)
+    response: dict[str, Any] = {"jobs": [job_to_wire(job.job) for job in jobs]}
+    if req.fields.has("owner"):
+        response["tokens"] = [job.token for job in jobs]
+    return response
+
+
+def _token(req: Request, job_id: str, given: str | None) -> str | None:
+    """The lock token of a job: as sent, or the one this broker handed out."""
+    if given:
+        return given
+    return req.client.pulled.get(job_id) or req.broker.recall_token(job_id)
+
+
+def _forget(req: Request, outcome: ItemOutcome) -> None:
+    if outcome.applied or outcome.reason == "already-finalized":
+        req.client.pulled.pop(outcome.job_id, None)
+        req.broker.forget_token(outcome.job_id)
+
+
+def _aligned(f: Fields, name: str, ids: list[str], command_name: str) -> list[Any] | None:
+    values = f.get(name)
+    if values is None:
+        return None
+    if not isinstance(values, list):
+        raise f.error(name, "must be an array")
+    if len(values) != len(ids):
+        raise ValidationError(
+            f"{command_name} {name} length must match ids length", field=name
+        )
+    return values
+
+
+def _finalized(outcome: ItemOutcome) -> dict[str, Any] | None:
+    """bunqueue's answer for a completion: ok, already-finalized, or an error."""
+    if outcome.applied:
+        return None
+    if outcome.reason == "already-finalized":
+        return {"data": {"applied": False, "reason": "already-finalized"}}
+    if outcome.reason == "not-found":
+        raise JobNotFound(outcome.job_id)
+    raise LeaseLost(outcome.job_id)
+
+
+@command("ACK")
+async def ack(req: Request) -> dict[str, Any] | None:
+    f = req.fields
+    job_id = f.job_id("id")
+    token = _token(req, job_id, f.opt_str("token"))
+    if token is None:
+        raise ValidationError(f"Lock token required for job {job_id}", field="token")
+    result = f.opt_json_value("result")
+    remove = f.opt_bool("removeOnComplete")
+    outcome = await req.broker.ack(AckItem(job_id, token, result, remove))
+    _forget(req, outcome)
+    return _finalized(outcome)
+
+
+@command("ACKB")
+async def ack_batch(req: Request) -> dict[str, Any] | None:
+    f = req.fields
+    ids = f.job_id_list("ids", max_items=MAX_BATCH_ITEMS)
+    tokens = _aligned(f, "tokens", ids, "ACKB") or [None] * len(ids)
+    results = _aligned(f, "results", ids, "ACKB") or [None] * len(ids)
+    removes = _aligned(f, "removeOnCompletes", ids, "ACKB") or [None] * len(ids)
+    items: list[AckItem] = []
+    missing: list[int] = []
+    for i, job_id in enumerate(ids):
+        given = tokens[i]
+        if given is not None and not isinstance(given, str):
+            raise f.error(f"tokens[{i}]", "must be a string")
+        token = _token(req, job_id, given)
+        if token is None:
+            missing.append(i)
+            continue
+        entry = Fields({"result": results[i], "remove": removes[i]}, path=f"[{i}].")
+        items.append(AckItem(job_id, token, entry.opt_json_value("result"),
+                             entry.opt_bool("remove")))
+    outcomes = await req.manager.ack_batch(items) if items else []
+    ignored = list(missing)
+    positions = [i for i in range(len(ids)) if i not in set(missing)]
+    for index, outcome in zip(positions, outcomes, strict=True):
+        _forget(req, outcome)
+        if not outcome.applied and outcome.reason != "already-finalized":
+            ignored.append(index)
+    if not ignored:
+        return None
+    ignored.sort()
+    return {"data": {"ignoredIds": [ids[i] for i in ignored], "ignoredIndices": ignored}}
+
+
+@command("FAIL")
+async def fail(req: Request) -> dict[str, Any] | None:
+    f = req.fields
+    job_id = f.job_id("id")
+    token = _token(req, job_id, f.opt_str("token"))
+    if token is None:
+        raise ValidationError(f"Lock token required for job {job_id}", field="token")
+    error = f.opt_str("error", max_len=100_000) or ""
+    stack = f.opt_str_list("stack", max_items=1000, max_len=100_000)
+    unrecoverable = f.opt_bool("unrecoverable", default=False)
+    outcome = await req.broker.fail(FailItem(job_id, token, error, stack, unrecoverable))
+    _forget(req, outcome)
+    return _finalized(outcome)
+
+
+async def _extend(req: Request, ids: list[str], tokens: list[Any],
+                  durations: list[int] | int) -> list[ItemOutcome]:
+    items = []
+    for i, job_id in enumerate(ids):
+        given = tokens[i]
+        if given is not None and not isinstance(given, str):
+            raise req.fields.error(f"tokens[{i}]", "must be a string")
+        items.append((job_id, _token(req, job_id, given) or ""))
+    return await req.manager.extend_leases(items, durations)
+
+
+@command("JobHeartbeat")
+async def job_heartbeat(req: Request) -> dict[str, Any]:
+    f = req.fields
+    job_id = f.job_id("id")
+    duration = f.opt_int("duration", minimum=1, maximum=MAX_LOCK_TTL_MS,
+                         default=req.manager.config.lease_ms)
+    [outcome] = await _extend(req, [job_id], [f.opt_str("token")], duration)
+    if not outcome.applied:
+        raise LeaseLost(job_id, "Job not found or not active (or invalid token)")
+    return {"data": {"ok": True}}
+
+
+@command("JobHeartbeatB")
+async def job_heartbeat_batch(req: Request) -> dict[str, Any]:
+    f = req.fields
+    ids = f.job_id_list("ids", max_items=MAX_BATCH_ITEMS)
+    tokens = _aligned(f, "tokens", ids, "JobHeartbeatB") or [None] * len(ids)
+    outcomes = await _extend(req, ids, tokens, req.manager.config.lease_ms)
+    return {"data": {"ok": True, "count": sum(o.applied for o in outcomes)}}
+
+
+@command("ExtendLock")
+async def extend_lock(req: Request) -> dict[str, Any] | None:
+    f = req.fields
+    job_id = f.job_id("id")
+    duration = f.int_("duration", minimum=1, maximum=MAX_LOCK_TTL_MS)
+    [outcome] = await _extend(req, [job_id], [f.opt_str("token")], duration)
+    if not outcome.applied:
+        raise LeaseLost(job_id, "Lock not found or invalid token")
+    return None
+
+
+@command("ExtendLocks")
+async def extend_locks(req: Request) -> dict[str, Any]:
+    f = req.fields
+    ids = f.job_id_list("ids", max_items=MAX_BATCH_ITEMS)
+    tokens = _aligned(f, "tokens", ids, "ExtendLocks") or [None] * len(ids)
+    raw = _aligned(f, "durations", ids, "ExtendLocks")
+    if raw is None:
+        raise f.error("durations", "is required")
+    durations = [
+        Fields({f"durations[{i}]": value}).int_(f"durations[{i}]", minimum=1,
+                                                maximum=MAX_LOCK_TTL_MS)
+        for i, value in enumerate(raw)
+    ]
+    outcomes = await _extend(req, ids, tokens, durations)
+    return {"count": sum(o.applied for o in outcomes)}

@@ -1,0 +1,71 @@
+"""Producing: PUSH, PUSHB, PUSHF, UpdateParent."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+from pgqueue.errors import ValidationError
+from pgqueue.manager.options import JobSpec, build_job_spec
+from pgqueue.protocol import Fields
+from pgqueue.server.registry import command
+from pgqueue.server.request import Request
+from pgqueue.server.wire import WIRE_LABELS, job_input_from_wire, job_to_wire
+
+MAX_BATCH_JOBS = 10_000
+
+
+def _spec(req: Request, fields: Fields, queue: str, *, custom_id_key: str,
+          prefix: str = "") -> JobSpec:
+    name, data, opts = job_input_from_wire(fields, custom_id_key=custom_id_key)
+    return build_job_spec(
+        queue, name, data, opts,
+        max_payload_bytes=req.manager.config.max_payload_bytes,
+        labels=WIRE_LABELS, prefix=prefix, queue_checked=True,
+    )
+
+
+@command("PUSH")
+async def push(req: Request) -> dict[str, Any]:
+    queue = req.fields.queue()
+    spec = _spec(req, req.fields, queue, custom_id_key="jobId")
+    return {"id": await req.broker.push(spec)}
+
+
+@command("PUSHB")
+async def push_batch(req: Request) -> dict[str, Any]:
+    queue = req.fields.queue()
+    entries = req.fields.nested_list("jobs", max_items=MAX_BATCH_JOBS)
+    specs = [
+        _spec(req, entry, queue, custom_id_key="customId", prefix=f"jobs[{i}]: ")
+        for i, entry in enumerate(entries)
+    ]
+    return {"ids": await req.manager.push_specs(specs)}
+
+
+@command("PUSHF")
+async def push_flow(req: Request) -> dict[str, Any]:
+    """An atomic flow graph with client-allocated ids (the TS FlowProducer)."""
+    entries = req.fields.nested_list("jobs", max_items=MAX_BATCH_JOBS)
+    specs: list[JobSpec] = []
+    seen: set[str] = set()
+    for i, entry in enumerate(entries):
+        job_id = entry.job_id("id")
+        if job_id in seen:
+            raise ValidationError(f"jobs[{i}]: duplicate job id {job_id}", field="id")
+        seen.add(job_id)
+        queue = entry.queue()
+        spec = _spec(req, entry.nested("input"), queue, custom_id_key="customId",
+                     prefix=f"jobs[{i}]: ")
+        specs.append(replace(spec, id=job_id, custom_id=None))
+    ids = await req.manager.push_specs(specs)
+    jobs = await req.manager.get_jobs_by_ids(ids)
+    return {"data": {"jobs": [job_to_wire(jobs[i]) for i in ids if i in jobs]}}
+
+
+@command("UpdateParent")
+async def update_parent(req: Request) -> dict[str, Any] | None:
+    child = req.fields.job_id("childId")
+    parent = req.fields.job_id("parentId")
+    await req.manager.attach_child(child, parent)
+    return None

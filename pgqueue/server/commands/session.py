@@ -1,0 +1,69 @@
+"""Connection-level commands: Auth, Hello, Ping, event subscriptions."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from pgqueue import __version__
+from pgqueue.errors import AuthError
+from pgqueue.server.registry import command
+from pgqueue.server.request import Request
+
+PROTOCOL_VERSION = 3
+CAPABILITIES = ["pipelining", "separate-job-name"]
+
+
+@command("Auth")
+async def auth(req: Request) -> dict[str, Any] | None:
+    token = req.fields.get("token")
+    name = req.broker.check_token(token if isinstance(token, str) else "")
+    if name is None:
+        raise AuthError("Invalid token")
+    req.client.authenticated = True
+    req.client.actor = name
+    return None
+
+
+@command("Hello")
+async def hello(req: Request) -> dict[str, Any]:
+    return {
+        "protocolVersion": PROTOCOL_VERSION,
+        "capabilities": CAPABILITIES,
+        "server": "pgqueue",
+        "version": __version__,
+    }
+
+
+@command("Ping")
+async def ping(req: Request) -> dict[str, Any]:
+    return {"data": {"pong": True, "time": time.time() * 1000}}
+
+
+@command("SubscribeEvents")
+async def subscribe_events(req: Request) -> dict[str, Any] | None:
+    """Events of one queue on this connection (a new subscription replaces the old).
+
+    ``after`` (a pgqueue extension) resumes from the ``eventId`` of the last
+    event received, without gaps or duplicates.
+    """
+    queue = req.fields.queue()
+    after = req.fields.opt_str("after", max_len=20_000)
+    await req.broker.subscribe(req.client, queue, after)
+    return None
+
+
+@command("UnsubscribeEvents")
+async def unsubscribe_events(req: Request) -> dict[str, Any] | None:
+    req.broker.unsubscribe(req.client)
+    return None
+
+
+@command("CompactMemory")
+async def compact_memory(req: Request) -> dict[str, Any] | None:
+    return None
+
+
+@command("StorageStatus")
+async def storage_status(req: Request) -> dict[str, Any]:
+    return {"data": {"diskFull": False, "error": None, "since": None}}

@@ -1,0 +1,87 @@
+"""Serve one decoded command: auth gate, lookup, handler, error mapping.
+
+Errors become ``{ok: false, error}`` with bunqueue's texts.  Infrastructure
+details never leak to clients: database and unexpected errors read
+``Internal server error`` (logged in full), except an indeterminate commit,
+whose message tells the client what to do.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import TYPE_CHECKING, Any
+
+from pgqueue.errors import (
+    DatabaseUnavailable,
+    IndeterminateCommit,
+    PgQueueError,
+    ProtocolError,
+    StorageError,
+)
+from pgqueue.protocol import Fields, command_name, request_id
+from pgqueue.server.registry import COMMANDS, NOT_YET
+from pgqueue.server.request import ClientState, Request
+
+if TYPE_CHECKING:
+    from pgqueue.server.broker import Broker
+
+__all__ = ["dispatch", "error_response"]
+
+log = logging.getLogger("pgqueue.server")
+
+# Importing the command modules registers their handlers.
+from pgqueue.server import commands as _commands  # noqa: E402,F401
+
+
+def error_response(message: str, req_id: str | None) -> dict[str, Any]:
+    response: dict[str, Any] = {"ok": False, "error": message}
+    if req_id is not None:
+        response["reqId"] = req_id
+    return response
+
+
+def _client_message(exc: PgQueueError) -> str:
+    if isinstance(exc, IndeterminateCommit):
+        return exc.message
+    if isinstance(exc, DatabaseUnavailable):
+        return "Database unavailable, retry later"
+    if isinstance(exc, StorageError):
+        return "Internal server error"
+    return exc.message
+
+
+async def dispatch(broker: Broker, client: ClientState, msg: dict[str, Any]) -> dict[str, Any]:
+    """The response map for one request map."""
+    req_id = request_id(msg)
+    try:
+        name = command_name(msg)
+    except ProtocolError as exc:
+        return error_response(exc.message, req_id)
+    if broker.auth_required and not client.authenticated and name != "Auth":
+        return error_response("Not authenticated", req_id)
+    handler = COMMANDS.get(name)
+    if handler is None:
+        if name in NOT_YET:
+            return error_response(f"{name} is not supported yet", req_id)
+        return error_response(f"Unknown command: {name}", req_id)
+    started = time.perf_counter()
+    ok = False
+    try:
+        payload = await handler(Request(broker, client, name, Fields(msg)))
+        ok = True
+    except PgQueueError as exc:
+        if isinstance(exc, StorageError) and not isinstance(exc, IndeterminateCommit):
+            log.warning("%s failed: %s", name, exc)
+        return error_response(_client_message(exc), req_id)
+    except Exception:
+        log.exception("%s failed unexpectedly", name)
+        return error_response("Internal server error", req_id)
+    finally:
+        broker.observe(name, time.perf_counter() - started, ok)
+    response: dict[str, Any] = {"ok": True}
+    if payload:
+        response.update(payload)
+    if req_id is not None:
+        response["reqId"] = req_id
+    return response

@@ -1,0 +1,57 @@
+"""One request: its fields, its connection's state, the broker serving it."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from pgqueue.protocol import Fields
+
+if TYPE_CHECKING:
+    from pgqueue.manager import PostgresQueueManager
+    from pgqueue.manager.outbox import Subscription
+    from pgqueue.server.broker import Broker
+
+__all__ = ["ClientState", "Request"]
+
+
+@dataclass(eq=False)
+class ClientState:
+    """What a broker keeps per client connection (bunqueue §1.3).
+
+    ``pulled`` maps the jobs claimed on this connection to their tokens: they go
+    back to waiting when the connection closes (unless the pull said
+    ``detach``).  ``workers`` are the worker registrations made on it.
+    """
+
+    transport: str = "tcp"
+    client_id: str = field(default_factory=lambda: str(uuid.uuid4()))
+    authenticated: bool = False
+    actor: str = "anonymous"
+    pulled: dict[str, str] = field(default_factory=dict)
+    workers: set[str] = field(default_factory=set)
+    subscription: Subscription | None = None
+    forwarder: asyncio.Task[None] | None = None
+    send: Callable[[dict[str, Any]], None] | None = None
+    closed: bool = False
+
+
+@dataclass(eq=False)
+class Request:
+    """A decoded command being served."""
+
+    broker: Broker
+    client: ClientState
+    name: str
+    fields: Fields
+
+    @property
+    def manager(self) -> PostgresQueueManager:
+        return self.broker.manager
+
+    @property
+    def msg(self) -> Any:
+        return self.fields.message

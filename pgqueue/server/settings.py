@@ -1,0 +1,61 @@
+"""The broker's own settings (the engine's are :class:`pgqueue.config.Config`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pgqueue.errors import ConfigError
+from pgqueue.protocol import MAX_FRAME_SIZE
+
+__all__ = ["AuthToken", "BrokerSettings"]
+
+TCP_PORT_DEFAULT = 6789
+HTTP_PORT_DEFAULT = 6790
+
+
+@dataclass(frozen=True, slots=True)
+class AuthToken:
+    """A client token; ``name`` is what audits record (``name=secret`` on the CLI)."""
+
+    name: str
+    secret: str
+
+    @classmethod
+    def parse(cls, text: str, index: int) -> AuthToken:
+        name, sep, secret = text.partition("=")
+        if sep and name and secret:
+            return cls(name, secret)
+        if not text:
+            raise ConfigError("an auth token must not be empty")
+        return cls(f"token-{index + 1}", text)
+
+
+@dataclass(frozen=True, slots=True)
+class BrokerSettings:
+    """Listening addresses, auth and per-connection limits."""
+
+    host: str = "0.0.0.0"
+    tcp_port: int = TCP_PORT_DEFAULT
+    http_port: int = HTTP_PORT_DEFAULT
+    auth_tokens: tuple[AuthToken, ...] = ()
+    max_frame_bytes: int = MAX_FRAME_SIZE
+    max_inflight_per_connection: int = 50
+    idle_partial_frame_ms: int = 60_000
+    max_write_buffer_bytes: int = 64 * 1024 * 1024
+    drain_timeout_ms: int = 30_000
+    enable_http: bool = True
+
+    def validate(self) -> BrokerSettings:
+        for name, port in (("tcp_port", self.tcp_port), ("http_port", self.http_port)):
+            if not 0 <= port <= 65535:
+                raise ConfigError(f"{name} must be between 0 and 65535")
+        if self.max_frame_bytes < 1024:
+            raise ConfigError("max_frame_bytes must be at least 1024")
+        if self.max_inflight_per_connection < 1:
+            raise ConfigError("max_inflight_per_connection must be at least 1")
+        if self.idle_partial_frame_ms < 0:
+            raise ConfigError("idle_partial_frame_ms must be at least 0")
+        names = [t.name for t in self.auth_tokens]
+        if len(set(names)) != len(names):
+            raise ConfigError("auth token names must be unique")
+        return self

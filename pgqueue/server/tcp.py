@@ -1,0 +1,170 @@
+"""bunqueue's TCP transport: length-prefixed msgpack frames, served concurrently.
+
+Per connection: frames are decoded and served concurrently up to
+``max_inflight_per_connection`` (then reading pauses: backpressure); answers go
+back as they finish, matched by ``reqId``.  A frame that declares more than
+``max_frame_bytes`` is refused from its header, before its body is read; a
+partial frame held longer than ``idle_partial_frame_ms`` ends the connection
+(slowloris); a client that does not read its answers ends it when the write
+buffer passes ``max_write_buffer_bytes``.  Garbage gets an error frame; every
+other connection is unaffected.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from typing import TYPE_CHECKING, Any
+
+from pgqueue.errors import FrameTooLarge, ProtocolError
+from pgqueue.protocol import FrameReader, encode_frame, pack, unpack
+from pgqueue.server.dispatch import dispatch, error_response
+from pgqueue.server.request import ClientState
+
+if TYPE_CHECKING:
+    from pgqueue.server.broker import Broker
+
+__all__ = ["TcpConnection", "TcpServer"]
+
+log = logging.getLogger("pgqueue.tcp")
+
+
+class TcpConnection:
+    """One client connection."""
+
+    def __init__(
+        self, broker: Broker, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+    ) -> None:
+        self.broker = broker
+        self.reader = reader
+        self.writer = writer
+        settings = broker.settings
+        self.client = ClientState(transport="tcp", authenticated=not broker.auth_required)
+        self.client.send = self.send
+        self._frames = FrameReader(settings.max_frame_bytes)
+        self._slots = asyncio.Semaphore(settings.max_inflight_per_connection)
+        self._tasks: set[asyncio.Task[None]] = set()
+        self.peer = writer.get_extra_info("peername")
+
+    def send(self, message: dict[str, Any]) -> None:
+        """Write one frame (answers and event frames); drop a client that does not read."""
+        if self.client.closed or self.writer.is_closing():
+            return
+        try:
+            body = pack(message)
+        except (TypeError, ValueError, OverflowError):
+            log.exception("cannot encode an answer")
+            body = pack(error_response("Internal server error", message.get("reqId")))
+        self.writer.write(encode_frame(body, max_frame_size=2**32 - 1))
+        transport = self.writer.transport
+        if transport.get_write_buffer_size() > self.broker.settings.max_write_buffer_bytes:
+            log.warning("closing %s: it does not read its answers", self.peer)
+            self.client.closed = True
+            transport.abort()
+
+    async def serve(self) -> None:
+        settings = self.broker.settings
+        idle = settings.idle_partial_frame_ms / 1000 or None
+        try:
+            while not self.client.closed:
+                try:
+                    if self._frames.has_partial and idle:
+                        data = await asyncio.wait_for(self.reader.read(65536), idle)
+                    else:
+                        data = await self.reader.read(65536)
+                except TimeoutError:
+                    log.info("closing %s: a partial frame idled too long", self.peer)
+                    break
+                if not data:
+                    break
+                try:
+                    bodies = self._frames.feed(data)
+                except FrameTooLarge as exc:
+                    self.send(error_response(exc.message, None))
+                    with contextlib.suppress(ConnectionError):
+                        await self.writer.drain()
+                    break
+                for body in bodies:
+                    await self._slots.acquire()
+                    task = asyncio.create_task(self._serve_frame(body))
+                    self._tasks.add(task)
+                    task.add_done_callback(self._finished)
+        except (ConnectionError, asyncio.IncompleteReadError):
+            pass
+        finally:
+            await self._close()
+
+    def _finished(self, task: asyncio.Task[None]) -> None:
+        self._tasks.discard(task)
+        self._slots.release()
+
+    async def _serve_frame(self, body: bytes) -> None:
+        try:
+            msg = unpack(body)
+        except ProtocolError as exc:
+            self.send(error_response(exc.message, None))
+            return
+        self.send(await dispatch(self.broker, self.client, msg))
+
+    async def wait_idle(self) -> None:
+        """Wait until no request of this connection is being served."""
+        while self._tasks:
+            await asyncio.wait(set(self._tasks))
+
+    async def _close(self) -> None:
+        self.client.closed = True
+        await self.wait_idle()
+        self.writer.close()
+        with contextlib.suppress(Exception):
+            await self.writer.wait_closed()
+        await self.broker.client_closed(self.client)
+
+
+class TcpServer:
+    """Accepts connections; stops accepting first when the broker drains."""
+
+    def __init__(self, broker: Broker) -> None:
+        self.broker = broker
+        self._server: asyncio.Server | None = None
+        self.connections: set[TcpConnection] = set()
+        self._handlers: set[asyncio.Task[None]] = set()
+        self.port = 0
+
+    async def start(self, host: str, port: int) -> int:
+        self._server = await asyncio.start_server(self._accept, host, port, limit=2**20)
+        self.port = self._server.sockets[0].getsockname()[1]
+        return self.port
+
+    async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        connection = TcpConnection(self.broker, reader, writer)
+        self.connections.add(connection)
+        task = asyncio.current_task()
+        if task is not None:
+            self._handlers.add(task)
+        try:
+            await connection.serve()
+        finally:
+            self.connections.discard(connection)
+            if task is not None:
+                self._handlers.discard(task)
+
+    async def stop_accepting(self) -> None:
+        if self._server is not None:
+            self._server.close()
+
+    async def wait_idle(self, timeout: float) -> None:
+        """Let requests in flight finish (bounded)."""
+        waits = [c.wait_idle() for c in list(self.connections)]
+        if waits:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(asyncio.gather(*waits), timeout)
+
+    async def close_all(self) -> None:
+        for connection in list(self.connections):
+            connection.client.closed = True
+            connection.writer.close()
+        if self._handlers:
+            await asyncio.wait(set(self._handlers), timeout=10)
+        if self._server is not None:
+            await self._server.wait_closed()

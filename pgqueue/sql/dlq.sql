@@ -1,0 +1,296 @@
+-- name: dlq_list
+-- Dead-letter entries of queue $2 with their failed jobs, oldest entry first,
+-- one page.  Filters (NULL: any): $3 job ids, $4 reason, $5 entered at or
+-- before (ms since the epoch), $6 entered at or after (ms), $7 due for an
+-- auto-retry (true) or not (false), $8 expired (true) or not (false).
+-- $1 namespace, $9 limit, $10 the default DLQ config (jsonb, wire names),
+-- $11 offset.  Schedules derive from the queue's current config.
+SELECT d.job_id, d.reason, d.error AS dlq_error, d.entered_at, d.attempts AS dlq_attempts,
+       d.retry_count, d.last_retry_at,
+       pgqueue_dlq_next_retry_at(d.entered_at, d.retry_count, d.last_retry_at, c.config)
+           AS next_retry_at,
+       pgqueue_dlq_expires_at(d.entered_at, c.config) AS expires_at,
+       f.id, f.queue, f.name, f.data, f.state, f.priority, f.lifo,
+       f.finished_at AS run_at, f.created_at, f.started_at, f.finished_at, f.attempts,
+       f.max_attempts, f.backoff_type, f.backoff_ms, f.backoff_max_ms, f.timeout_ms, f.ttl_ms,
+       f.stall_timeout_ms, f.remove_on_complete, f.remove_on_fail, f.custom_id, f.unique_key,
+       f.group_id, f.parent_id, f.parent_queue, f.stall_count, f.fence, f.progress,
+       f.progress_message, f.attempt_log, f.result, f.failed_reason, f.error, f.stacktrace,
+       f.opts
+FROM pgqueue_dlq d
+LEFT JOIN pgqueue_queues q ON q.namespace = d.namespace AND q.queue = d.queue
+CROSS JOIN LATERAL (SELECT $10::jsonb || coalesce(q.dlq_config, '{}'::jsonb) AS config) c
+JOIN pgqueue_finished f ON f.namespace = d.namespace AND f.id = d.job_id
+WHERE d.namespace = $1
+  AND d.queue = $2
+  AND ($3::text[] IS NULL OR d.job_id = ANY($3::text[]))
+  AND ($4::text IS NULL OR d.reason = $4::text)
+  AND ($5::float8 IS NULL OR d.entered_at <= to_timestamp($5::float8 / 1000))
+  AND ($6::float8 IS NULL OR d.entered_at >= to_timestamp($6::float8 / 1000))
+  AND ($7::boolean IS NULL OR $7::boolean = coalesce(
+          pgqueue_dlq_next_retry_at(d.entered_at, d.retry_count, d.last_retry_at, c.config)
+              <= statement_timestamp(), false))
+  AND ($8::boolean IS NULL OR $8::boolean = coalesce(
+          pgqueue_dlq_expires_at(d.entered_at, c.config) <= statement_timestamp(), false))
+ORDER BY d.entered_at, d.job_id
+LIMIT $9 OFFSET $11
+
+-- name: dlq_stats
+-- Entry counts of one queue ($2) or of the whole namespace ($2 NULL), per
+-- queue and reason: how many, how many have an auto-retry scheduled, how
+-- many are expired, the oldest and newest entry (ms).  $1 namespace,
+-- $3 the default DLQ config (jsonb, wire names).
+SELECT d.queue, d.reason, count(*)::bigint AS total,
+       count(*) FILTER (WHERE pgqueue_dlq_next_retry_at(d.entered_at, d.retry_count,
+                                                        d.last_retry_at, c.config) IS NOT NULL)
+           ::bigint AS pending_retry,
+       count(*) FILTER (WHERE pgqueue_dlq_expires_at(d.entered_at, c.config)
+                              <= statement_timestamp())::bigint AS expired,
+       (extract(epoch FROM min(d.entered_at)) * 1000)::float8 AS oldest,
+       (extract(epoch FROM max(d.entered_at)) * 1000)::float8 AS newest
+FROM pgqueue_dlq d
+LEFT JOIN pgqueue_queues q ON q.namespace = d.namespace AND q.queue = d.queue
+CROSS JOIN LATERAL (SELECT $3::jsonb || coalesce(q.dlq_config, '{}'::jsonb) AS config) c
+WHERE d.namespace = $1 AND ($2::text IS NULL OR d.queue = $2::text)
+GROUP BY d.queue, d.reason
+
+-- name: dlq_entry_queue
+-- The queue of one dead-letter entry.  $1 namespace, $2 job id.
+SELECT queue FROM pgqueue_dlq WHERE namespace = $1 AND job_id = $2
+
+-- name: dlq_redrive
+-- Move the selected dead-lettered jobs of queue $2 back to the live table as
+-- pending (due now; attempts and stall count reset, fence kept so the next
+-- claim increments it, attempt log kept, unique key cleared, a fresh TTL
+-- window), delete their entries and failed rows, and write one 'redriven'
+-- event per job, ONE audit row and one 'dlq_audit' event, with one NOTIFY
+-- hint: all in this statement.  Entries locked by a concurrent operation are
+-- skipped, so concurrent redrives move each job once.  Selection as in
+-- dlq_list ($3..$8), oldest first, at most $9 (NULL: all).  $1 namespace,
+-- $10 default DLQ config, $11 action ('redrive' | 'auto_retry': an
+-- auto-retry extends the job's retry chain, a redrive starts a new one),
+-- $12 actor, $13 why, $14 the filter as recorded (jsonb), $15 audit even
+-- when nothing moved.  Returns the moved ids and the audit row.
+WITH picked AS (
+    SELECT d.job_id
+    FROM pgqueue_dlq d
+    LEFT JOIN pgqueue_queues q ON q.namespace = d.namespace AND q.queue = d.queue
+    CROSS JOIN LATERAL (SELECT $10::jsonb || coalesce(q.dlq_config, '{}'::jsonb) AS config) c
+    WHERE d.namespace = $1
+      AND d.queue = $2
+      AND ($3::text[] IS NULL OR d.job_id = ANY($3::text[]))
+      AND ($4::text IS NULL OR d.reason = $4::text)
+      AND ($5::float8 IS NULL OR d.entered_at <= to_timestamp($5::float8 / 1000))
+      AND ($6::float8 IS NULL OR d.entered_at >= to_timestamp($6::float8 / 1000))
+      AND ($7::boolean IS NULL OR $7::boolean = coalesce(
+              pgqueue_dlq_next_retry_at(d.entered_at, d.retry_count, d.last_retry_at, c.config)
+                  <= statement_timestamp(), false))
+      AND ($8::boolean IS NULL OR $8::boolean = coalesce(
+              pgqueue_dlq_expires_at(d.entered_at, c.config) <= statement_timestamp(), false))
+    ORDER BY d.entered_at, d.job_id
+    LIMIT $9
+    FOR UPDATE OF d SKIP LOCKED
+), entries AS (
+    DELETE FROM pgqueue_dlq d
+    USING picked p
+    WHERE d.namespace = $1 AND d.job_id = p.job_id
+    RETURNING d.job_id, d.retry_count, d.entered_at
+), failed AS (
+    DELETE FROM pgqueue_finished f
+    USING entries e
+    WHERE f.namespace = $1 AND f.id = e.job_id AND f.state = 'failed'
+    RETURNING f.*, e.retry_count AS entry_retry_count, e.entered_at AS entry_entered_at
+), moved AS (
+    INSERT INTO pgqueue_jobs (
+        namespace, id, queue, name, data, state, priority, lifo, lifo_seq, run_at,
+        created_at, expires_at, attempts, max_attempts, backoff_type, backoff_ms,
+        backoff_max_ms, timeout_ms, ttl_ms, stall_timeout_ms, remove_on_complete,
+        remove_on_fail, custom_id, unique_key, unique_expires_at, group_id, parent_id,
+        parent_queue, pending_deps, has_dependents, stall_count, fence, progress,
+        progress_message, attempt_log, last_error, stacktrace, opts, dlq_retry_count,
+        dlq_last_retry_at, dlq_entered_at)
+    SELECT $1, f.id, f.queue, f.name, coalesce(f.data, 'null'::jsonb),
+           CASE WHEN deps.n > 0 THEN 'waiting-children' ELSE 'pending' END,
+           f.priority, f.lifo, CASE WHEN f.lifo THEN nextval('pgqueue_lifo_seq') END,
+           statement_timestamp(), f.created_at,
+           statement_timestamp() + f.ttl_ms * interval '1 millisecond',
+           0, f.max_attempts, f.backoff_type, f.backoff_ms, f.backoff_max_ms, f.timeout_ms,
+           f.ttl_ms, f.stall_timeout_ms, f.remove_on_complete, f.remove_on_fail, f.custom_id,
+           NULL, NULL, f.group_id, f.parent_id, f.parent_queue, deps.n,
+           EXISTS (SELECT 1 FROM pgqueue_dependencies r
+                   WHERE r.namespace = $1 AND r.depends_on = f.id),
+           0, f.fence, f.progress, f.progress_message, f.attempt_log, f.error, f.stacktrace,
+           f.opts,
+           CASE WHEN $11::text = 'auto_retry' THEN f.entry_retry_count + 1 ELSE 0 END,
+           CASE WHEN $11::text = 'auto_retry' THEN statement_timestamp() END,
+           CASE WHEN $11::text = 'auto_retry' THEN f.entry_entered_at END
+    FROM failed f
+    CROSS JOIN LATERAL (SELECT count(*)::int AS n FROM pgqueue_dependencies w
+                        WHERE w.namespace = $1 AND w.job_id = f.id) deps
+    ORDER BY f.entry_entered_at, f.id
+    RETURNING id, queue, state
+), audit AS (
+    INSERT INTO pgqueue_dlq_audit (namespace, actor, action, queue, job_ids, filter, reason,
+                                   count)
+    SELECT $1, $12, $11, $2, coalesce(array_agg(m.id ORDER BY m.id), '{}'), $14::jsonb, $13,
+           count(*)
+    FROM moved m
+    HAVING count(*) > 0 OR $15::boolean
+    RETURNING id, at, actor, action, queue, job_ids, filter, reason, count
+), events AS (
+    INSERT INTO pgqueue_events (namespace, queue, job_id, type, payload)
+    SELECT $1, m.queue, m.id, 'redriven',
+           jsonb_build_object('prev', 'failed', 'state', m.state, 'action', $11::text,
+                              'actor', $12::text, 'auditId', a.id)
+    FROM moved m
+    LEFT JOIN audit a ON true
+    UNION ALL
+    SELECT $1, a.queue, NULL, 'dlq_audit',
+           jsonb_build_object('id', a.id, 'action', a.action, 'actor', a.actor,
+                              'count', a.count, 'reason', a.reason, 'filter', a.filter,
+                              'jobIds', to_jsonb(a.job_ids[1:100]),
+                              'jobIdsTruncated', cardinality(a.job_ids) > 100)
+    FROM audit a
+    RETURNING id, queue
+), notified AS (
+    SELECT pg_notify('pgqueue_events', json_build_object(
+               'ns', $1::text, 'a', min(e.id), 'b', max(e.id),
+               'q', CASE WHEN count(DISTINCT e.queue) <= 16
+                         THEN array_agg(DISTINCT e.queue) END)::text)
+    FROM events e
+    HAVING count(*) > 0
+)
+SELECT coalesce((SELECT array_agg(m.id ORDER BY m.id) FROM moved m), '{}') AS ids,
+       a.id AS audit_id, a.at AS audit_at
+FROM (SELECT count(*) FROM notified) AS hint
+LEFT JOIN audit a ON true
+
+-- name: dlq_delete
+-- Delete the selected dead-letter entries of queue $2 and their failed rows
+-- (purge, remove one, expiry), with one 'removed' event per job, ONE audit
+-- row and one 'dlq_audit' event, and one NOTIFY hint, all in this statement.
+-- Entries locked by a concurrent operation are skipped.  Selection as in
+-- dlq_list ($3..$8), oldest first, at most $9 (NULL: all).  $1 namespace,
+-- $10 default DLQ config, $11 action ('purge' | 'remove' | 'expire'),
+-- $12 actor, $13 why, $14 the filter as recorded (jsonb), $15 audit even when
+-- nothing was deleted.  Returns the deleted ids and the audit row.
+WITH picked AS (
+    SELECT d.job_id
+    FROM pgqueue_dlq d
+    LEFT JOIN pgqueue_queues q ON q.namespace = d.namespace AND q.queue = d.queue
+    CROSS JOIN LATERAL (SELECT $10::jsonb || coalesce(q.dlq_config, '{}'::jsonb) AS config) c
+    WHERE d.namespace = $1
+      AND d.queue = $2
+      AND ($3::text[] IS NULL OR d.job_id = ANY($3::text[]))
+      AND ($4::text IS NULL OR d.reason = $4::text)
+      AND ($5::float8 IS NULL OR d.entered_at <= to_timestamp($5::float8 / 1000))
+      AND ($6::float8 IS NULL OR d.entered_at >= to_timestamp($6::float8 / 1000))
+      AND ($7::boolean IS NULL OR $7::boolean = coalesce(
+              pgqueue_dlq_next_retry_at(d.entered_at, d.retry_count, d.last_retry_at, c.config)
+                  <= statement_timestamp(), false))
+      AND ($8::boolean IS NULL OR $8::boolean = coalesce(
+              pgqueue_dlq_expires_at(d.entered_at, c.config) <= statement_timestamp(), false))
+    ORDER BY d.entered_at, d.job_id
+    LIMIT $9
+    FOR UPDATE OF d SKIP LOCKED
+), entries AS (
+    DELETE FROM pgqueue_dlq d
+    USING picked p
+    WHERE d.namespace = $1 AND d.job_id = p.job_id
+    RETURNING d.job_id, d.queue
+), dropped AS (
+    DELETE FROM pgqueue_finished f
+    USING entries e
+    WHERE f.namespace = $1 AND f.id = e.job_id AND f.state = 'failed'
+    RETURNING f.id
+), audit AS (
+    INSERT INTO pgqueue_dlq_audit (namespace, actor, action, queue, job_ids, filter, reason,
+                                   count)
+    SELECT $1, $12, $11, $2, coalesce(array_agg(e.job_id ORDER BY e.job_id), '{}'),
+           $14::jsonb, $13, count(*)
+    FROM entries e
+    HAVING count(*) > 0 OR $15::boolean
+    RETURNING id, at, actor, action, queue, job_ids, filter, reason, count
+), events AS (
+    INSERT INTO pgqueue_events (namespace, queue, job_id, type, payload)
+    SELECT $1, e.queue, e.job_id, 'removed',
+           jsonb_build_object('prev', 'failed', 'action', $11::text, 'actor', $12::text,
+                              'auditId', a.id)
+    FROM entries e
+    LEFT JOIN audit a ON true
+    UNION ALL
+    SELECT $1, a.queue, NULL, 'dlq_audit',
+           jsonb_build_object('id', a.id, 'action', a.action, 'actor', a.actor,
+                              'count', a.count, 'reason', a.reason, 'filter', a.filter,
+                              'jobIds', to_jsonb(a.job_ids[1:100]),
+                              'jobIdsTruncated', cardinality(a.job_ids) > 100)
+    FROM audit a
+    RETURNING id, queue
+), notified AS (
+    SELECT pg_notify('pgqueue_events', json_build_object(
+               'ns', $1::text, 'a', min(e.id), 'b', max(e.id),
+               'q', CASE WHEN count(DISTINCT e.queue) <= 16
+                         THEN array_agg(DISTINCT e.queue) END)::text)
+    FROM events e
+    HAVING count(*) > 0
+)
+SELECT coalesce((SELECT array_agg(e.job_id ORDER BY e.job_id) FROM entries e), '{}') AS ids,
+       (SELECT count(*) FROM dropped)::int AS rows_dropped,
+       a.id AS audit_id, a.at AS audit_at
+FROM (SELECT count(*) FROM notified) AS hint
+LEFT JOIN audit a ON true
+
+-- name: dlq_audit_list
+-- The newest audit rows of DLQ operations, of queue $2 or (NULL) every queue.
+-- $1 namespace, $3 limit.
+SELECT id, at, actor, action, queue, job_ids, filter, reason, count
+FROM pgqueue_dlq_audit
+WHERE namespace = $1 AND ($2::text IS NULL OR queue = $2::text)
+ORDER BY id DESC
+LIMIT $3
+
+-- name: dlq_upkeep_queues
+-- For the leader's DLQ upkeep: every queue with dead-letter entries, its DLQ
+-- config (defaults merged), how many entries it has, how many are expired and
+-- how many are due for an auto-retry.  $1 namespace, $2 the default DLQ
+-- config (jsonb, wire names).
+SELECT d.queue, min(c.config::text) AS config, count(*)::bigint AS total,
+       count(*) FILTER (WHERE pgqueue_dlq_expires_at(d.entered_at, c.config)
+                              <= statement_timestamp())::bigint AS expired,
+       count(*) FILTER (WHERE pgqueue_dlq_next_retry_at(d.entered_at, d.retry_count,
+                                                        d.last_retry_at, c.config)
+                              <= statement_timestamp())::bigint AS due
+FROM pgqueue_dlq d
+LEFT JOIN pgqueue_queues q ON q.namespace = d.namespace AND q.queue = d.queue
+CROSS JOIN LATERAL (SELECT $2::jsonb || coalesce(q.dlq_config, '{}'::jsonb) AS config) c
+WHERE d.namespace = $1
+GROUP BY d.queue
+ORDER BY d.queue
+
+-- name: queue_dlq_config_get
+-- The stored DLQ config of a queue (NULL: defaults).  $1 namespace, $2 queue.
+SELECT dlq_config FROM pgqueue_queues WHERE namespace = $1 AND queue = $2
+
+-- name: queue_dlq_config_merge
+-- Merge the validated patch $4 into queue $2's DLQ config (over the defaults
+-- $3 when none is stored yet), atomically; registers the queue when new.
+-- $1 namespace.  Returns the config now stored.
+INSERT INTO pgqueue_queues AS q (namespace, queue, dlq_config)
+VALUES ($1, $2, $3::jsonb || $4::jsonb)
+ON CONFLICT (namespace, queue) DO UPDATE
+    SET dlq_config = $3::jsonb || coalesce(q.dlq_config, '{}'::jsonb) || $4::jsonb
+RETURNING dlq_config
+
+-- name: queue_stall_config_get
+-- The stored stall config of a queue (NULL: defaults).  $1 namespace, $2 queue.
+SELECT stall_config FROM pgqueue_queues WHERE namespace = $1 AND queue = $2
+
+-- name: queue_stall_config_merge
+-- Merge the validated patch $4 into queue $2's stall config (over the
+-- defaults $3 when none is stored yet), atomically; registers the queue when
+-- new.  $1 namespace.  Returns the config now stored.
+INSERT INTO pgqueue_queues AS q (namespace, queue, stall_config)
+VALUES ($1, $2, $3::jsonb || $4::jsonb)
+ON CONFLICT (namespace, queue) DO UPDATE
+    SET stall_config = $3::jsonb || coalesce(q.stall_config, '{}'::jsonb) || $4::jsonb
+RETURNING stall_config

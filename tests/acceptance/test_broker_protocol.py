@@ -1,0 +1,229 @@
+"""Two real broker processes on one database, driven over real sockets."""
+
+from __future__ import annotations
+
+import asyncio
+import struct
+from collections.abc import AsyncIterator
+
+import pytest
+
+from pgqueue.client.connection import Connection
+from pgqueue.errors import RemoteError
+from pgqueue.protocol import encode_frame, pack
+from tests.acceptance.conftest import BrokerFactory, BrokerProcess
+from tests.helpers import count_rows, expire_lease, sql_value
+
+
+async def connect(broker: BrokerProcess, token: str | None = None) -> Connection:
+    return await Connection.open("127.0.0.1", broker.tcp_port, token=token)
+
+
+@pytest.fixture
+def two(brokers: BrokerFactory) -> tuple[BrokerProcess, BrokerProcess]:
+    return brokers.start("a", http=False), brokers.start("b", http=False)
+
+
+@pytest.fixture
+async def clients(
+    two: tuple[BrokerProcess, BrokerProcess],
+) -> AsyncIterator[tuple[Connection, Connection]]:
+    a, b = await connect(two[0]), await connect(two[1])
+    yield a, b
+    await a.close()
+    await b.close()
+
+
+async def test_hello_and_ping(clients: tuple[Connection, Connection]) -> None:
+    a, _ = clients
+    hello = await a.call("Hello", {"protocolVersion": 3})
+    assert hello["protocolVersion"] == 3
+    assert "separate-job-name" in hello["capabilities"]
+    pong = await a.call("Ping")
+    assert pong["data"]["pong"] is True
+
+
+async def test_a_job_pushed_on_one_broker_is_pulled_and_acked_on_the_other(
+    clients: tuple[Connection, Connection],
+) -> None:
+    a, b = clients
+    pushed = await a.call("PUSH", {"queue": "q", "name": "n", "data": {"x": 1}})
+    pulled = await b.call("PULL", {"queue": "q", "owner": "w", "timeout": 5000})
+    assert pulled["job"]["id"] == pushed["id"]
+    assert pulled["job"]["data"] == {"x": 1} and pulled["job"]["name"] == "n"
+    ack = await a.call("ACK", {"id": pushed["id"], "token": pulled["token"], "result": 7})
+    assert "data" not in ack
+    result = await b.call("GetResult", {"id": pushed["id"]})
+    assert result["result"] == 7
+    again = await b.call("ACK", {"id": pushed["id"], "token": pulled["token"]})
+    assert again["data"] == {"applied": False, "reason": "already-finalized"}
+
+
+async def test_custom_id_pushes_to_both_brokers_at_once_make_one_job(
+    clients: tuple[Connection, Connection], db_dsn: str, namespace: str
+) -> None:
+    a, b = clients
+    answers = await asyncio.gather(
+        *[c.call("PUSH", {"queue": "q", "name": "n", "data": i, "jobId": "same-id"})
+          for i, c in enumerate([a, b] * 5)]
+    )
+    assert {answer["id"] for answer in answers} == {"same-id"}
+    assert await count_rows(db_dsn, "pgqueue_jobs", namespace) == 1
+
+
+async def test_a_stale_ack_is_rejected_after_the_lease_moved_to_the_other_broker(
+    clients: tuple[Connection, Connection], db_dsn: str, namespace: str
+) -> None:
+    a, b = clients
+    job_id = (await a.call("PUSH", {"queue": "q", "name": "n", "data": 1}))["id"]
+    first = await a.call("PULL", {"queue": "q", "owner": "w1", "lockTtl": 60000})
+    await expire_lease(db_dsn, namespace, job_id)
+    await sql_value(
+        db_dsn,
+        "UPDATE pgqueue_jobs SET state = 'pending', lease_token = NULL, lease_until = NULL"
+        " WHERE id = $1 RETURNING id",
+        job_id,
+    )
+    second = await b.call("PULL", {"queue": "q", "owner": "w2"})
+    assert second["job"]["id"] == job_id
+    with pytest.raises(RemoteError, match=f"Invalid or expired lock token for job {job_id}"):
+        await a.call("ACK", {"id": job_id, "token": first["token"], "result": "stale"})
+    await b.call("ACK", {"id": job_id, "token": second["token"], "result": "fresh"})
+    assert (await a.call("GetResult", {"id": job_id}))["result"] == "fresh"
+
+
+async def test_jobs_pulled_on_a_connection_go_back_to_waiting_when_it_closes(
+    two: tuple[BrokerProcess, BrokerProcess],
+) -> None:
+    worker = await connect(two[0])
+    observer = await connect(two[1])
+    job_id = (await observer.call("PUSH", {"queue": "q", "name": "n", "data": 1}))["id"]
+    await worker.call("PULL", {"queue": "q", "owner": "w"})
+    assert (await observer.call("GetState", {"id": job_id}))["state"] == "active"
+    await worker.close()
+
+    async def waiting() -> bool:
+        return (await observer.call("GetState", {"id": job_id}))["state"] == "waiting"
+
+    from pgqueue.testing import eventually
+
+    await eventually(waiting, timeout=10)
+    await observer.close()
+
+
+BAD_COMMANDS = [
+    ({"cmd": "PUSH", "queue": ["not", "a", "name"], "name": "n", "data": 1}, "Queue name"),
+    ({"cmd": "PUSH", "queue": "q", "name": "n", "data": 1, "jobId": {"a": 1}}, "jobId"),
+    ({"cmd": "PUSH", "queue": "q", "name": "n", "data": 1, "lifo": "true"}, "lifo"),
+    ({"cmd": "PUSH", "queue": "q", "name": "n", "data": 1, "delay": -5}, "delay"),
+    ({"cmd": "PUSH", "queue": "q", "name": "n", "data": 1, "maxAttempts": 0}, "maxAttempts"),
+    ({"cmd": "PUSH", "queue": "bad queue!", "name": "n", "data": 1}, "invalid characters"),
+    ({"cmd": "PUSH", "queue": "q" * 300, "name": "n", "data": 1}, "too long"),
+    ({"cmd": "PUSH", "queue": "q", "name": "n\u0000x", "data": 1}, "name"),
+    ({"cmd": "PUSH", "queue": "q", "name": "n", "data": 1,
+      "backoff": {"type": "sometimes", "delay": 5}}, "backoff"),
+    ({"cmd": "PUSHB", "queue": "q", "jobs": [{"name": "ok", "data": 1},
+                                             {"name": "bad", "data": 1, "priority": "high"}]},
+     "jobs[1]: priority"),
+    ({"cmd": "PULLB", "queue": "q", "count": 5000}, "count must be at most 1000"),
+    ({"cmd": "PULL", "queue": "q", "timeout": 600000}, "timeout must be at most 60000"),
+    ({"cmd": "ACKB", "ids": ["a", "b"], "tokens": ["x"]},
+     "ACKB tokens length must match ids length"),
+    ({"cmd": "NoSuchCommand"}, "Unknown command: NoSuchCommand"),
+    ({"cmd": "Cron", "name": "c", "queue": "q"}, "Cron is not supported yet"),
+    ({"noCmd": True}, "Invalid command"),
+]
+
+
+@pytest.mark.parametrize(("message", "error"), BAD_COMMANDS)
+async def test_bad_commands_get_a_clear_error_and_change_nothing(
+    clients: tuple[Connection, Connection], db_dsn: str, namespace: str,
+    message: dict[str, object], error: str,
+) -> None:
+    a, b = clients
+    answer = await a.request(message)
+    assert answer["ok"] is False
+    assert error in answer["error"]
+    assert (await a.call("Ping"))["data"]["pong"] is True
+    assert (await b.call("Ping"))["data"]["pong"] is True
+    assert await count_rows(db_dsn, "pgqueue_jobs", namespace) == 0
+
+
+async def test_garbage_frames_get_an_error_and_other_connections_keep_working(
+    clients: tuple[Connection, Connection], db_dsn: str, namespace: str
+) -> None:
+    a, b = clients
+    a.send_raw(encode_frame(b"\xc1\xc1\xc1 not msgpack"))
+    answer = await a.next_raw_answer()
+    assert answer == {"ok": False, "error": "Invalid command format"}
+    a.send_raw(encode_frame(pack([1, 2, 3])))  # a list, not a map
+    assert (await a.next_raw_answer())["ok"] is False
+    assert (await a.call("Ping"))["data"]["pong"] is True
+    assert (await b.call("Ping"))["data"]["pong"] is True
+    assert await count_rows(db_dsn, "pgqueue_jobs", namespace) == 0
+
+
+async def test_an_oversized_frame_is_refused_from_its_header_and_the_broker_lives_on(
+    two: tuple[BrokerProcess, BrokerProcess], db_dsn: str, namespace: str
+) -> None:
+    hostile = await connect(two[0])
+    other = await connect(two[0])
+    hostile.send_raw(struct.pack(">I", 2**31))  # declares 2 GiB, sends nothing more
+    answer = await hostile.next_raw_answer()
+    assert answer["ok"] is False and "Frame too large" in answer["error"]
+    await asyncio.wait_for(hostile.closed.wait(), 10)
+    assert (await other.call("Ping"))["data"]["pong"] is True
+    await hostile.close()
+    await other.close()
+    assert await count_rows(db_dsn, "pgqueue_jobs", namespace) == 0
+
+
+async def test_sigterm_drains_and_gives_the_brokers_jobs_back_at_once(
+    brokers: BrokerFactory, db_dsn: str, namespace: str
+) -> None:
+    leaving = brokers.start("leaving", http=False)
+    staying = brokers.start("staying", http=False)
+    worker = await connect(leaving)
+    other = await connect(staying)
+    ids = (await other.call("PUSHB", {"queue": "q", "jobs": [{"name": "n", "data": i}
+                                                              for i in range(5)]}))["ids"]
+    pulled = await worker.call("PULLB", {"queue": "q", "count": 5, "owner": "w",
+                                         "lockTtl": 600000, "detach": True})
+    assert len(pulled["jobs"]) == 5
+    assert leaving.terminate() == 0
+    assert "broker stopped" in leaving.log()
+    reclaimed = await other.call("PULLB", {"queue": "q", "count": 5, "owner": "w2"})
+    assert sorted(job["id"] for job in reclaimed["jobs"]) == sorted(ids), (
+        "released at once, not after the 10-minute lease"
+    )
+    sessions = await sql_value(
+        db_dsn, "SELECT count(*) FROM pgqueue_brokers WHERE namespace = $1 AND broker_id = $2",
+        namespace, "leaving",
+    )
+    assert sessions == 0
+    await worker.close()
+    await other.close()
+
+
+async def test_kill_9_leaves_nothing_stuck_beyond_the_lease(
+    brokers: BrokerFactory, db_dsn: str, namespace: str
+) -> None:
+    doomed = brokers.start("doomed", "--lease-ms", "60000", http=False)
+    survivor = brokers.start("survivor", http=False)
+    worker = await connect(doomed)
+    other = await connect(survivor)
+    job_id = (await other.call("PUSH", {"queue": "q", "name": "n", "data": 1}))["id"]
+    await worker.call("PULL", {"queue": "q", "owner": "w", "lockTtl": 60000})
+    doomed.kill()
+    assert (await other.call("GetState", {"id": job_id}))["state"] == "active"
+    await expire_lease(db_dsn, namespace, job_id)  # the lease ends (no waiting 60 s)
+
+    async def reclaimed() -> bool:
+        answer = await other.call("PULL", {"queue": "q", "owner": "w2"})
+        return answer["job"] is not None and answer["job"]["id"] == job_id
+
+    from pgqueue.testing import eventually
+
+    await eventually(reclaimed, timeout=40, interval=0.2)
+    await worker.close()
+    await other.close()
