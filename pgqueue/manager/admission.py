@@ -64,6 +64,7 @@ def _plan(specs: Sequence[JobSpec]) -> _Plan:
                 plan.external_parents[spec.parent_id] = (
                     plan.external_parents.get(spec.parent_id, 0) + 1
                 )
+                plan.has_dependents[i] = True
             else:
                 plan.edges.append((parent, ids[i]))
     plan.edges = list(dict.fromkeys(plan.edges))

@@ -1,0 +1,76 @@
+"""Why a job control compare-and-set missed, as the error the caller sees.
+
+Every control statement is a compare-and-set; when it changes nothing, one
+probe reads the job's current place and state and :func:`explain_miss`
+raises the matching error (bunqueue's wording where it has one).  Nothing
+is written by a probe.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pgqueue.db.queries import Q
+from pgqueue.errors import BrokerFenced, InvalidState, JobNotFound, LeaseLost
+from pgqueue.manager.context import EngineContext
+
+__all__ = ["FINISHED_STATES", "Probe", "explain_miss", "fenced", "not_active", "probe"]
+
+FINISHED_STATES = frozenset({"completed", "failed"})
+
+
+@dataclass(frozen=True, slots=True)
+class Probe:
+    """A job's reported state, and whether a token holds its current lease."""
+
+    state: str
+    queue: str
+    fence: int
+    pending_deps: int
+    lease_valid: bool
+    session_live: bool
+
+
+async def probe(ctx: EngineContext, job_id: str, token: str | None = None) -> Probe | None:
+    row = await ctx.db.fetchrow(
+        Q.job_control_probe, ctx.namespace, job_id, token, ctx.broker_id, ctx.session_id
+    )
+    if row is None:
+        return None
+    return Probe(
+        state=row["state"],
+        queue=row["queue"],
+        fence=row["fence"],
+        pending_deps=row["pending_deps"],
+        lease_valid=row["lease_valid"],
+        session_live=row["session_live"],
+    )
+
+
+def not_active(state: str) -> InvalidState:
+    return InvalidState(f"Job is not active (current state: {state})", field="id")
+
+
+def fenced(ctx: EngineContext) -> BrokerFenced:
+    ctx.session.fenced.set()
+    return BrokerFenced(f'broker "{ctx.broker_id}" is fenced: its session was taken over')
+
+
+async def explain_miss(
+    ctx: EngineContext, job_id: str, token: str | None, *, not_found: str = "Job not found"
+) -> Probe:
+    """Raise why an operation on an active job (by ``token``, if given) missed.
+
+    Returns the probe when nothing explains the miss (the lease is valid and
+    the job active): the caller decides (e.g. no dependencies left to wait for).
+    """
+    found = await probe(ctx, job_id, token)
+    if found is None:
+        raise JobNotFound(job_id, not_found)
+    if token is not None and not found.session_live:
+        raise fenced(ctx)
+    if found.state != "active":
+        raise not_active(found.state)
+    if token is not None and not found.lease_valid:
+        raise LeaseLost(job_id)
+    return found

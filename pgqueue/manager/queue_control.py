@@ -1,0 +1,314 @@
+"""Queue control: pause and resume, drain, clean, obliterate, retry completed jobs.
+
+Pause is a row in ``pgqueue_queues`` that every broker's claim statement
+reads (G7): a paused queue yields no claims anywhere until resumed.
+
+Bulk deletions run in batches, each its own transaction: lock a page in
+listing order (``SKIP LOCKED``), then delete it with a compare-and-set per
+job and a ``removed`` event per job; the last batch also writes the
+summary event (``drained`` / ``cleaned`` with the total ``count``).  Like
+:func:`pgqueue.manager.job_control.remove`, a drain or clean keeps jobs that
+live jobs still depend on, rather than strand those.  Obliterate is the
+exception: it removes everything of the queue (jobs, DLQ entries, logs,
+edges, settings) with one ``obliterated`` event; dependents in *other*
+queues of an obliterated job keep waiting and must be removed explicitly.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from functools import partial
+from typing import Any
+
+import orjson
+
+from pgqueue.db.executor import Executor, Row
+from pgqueue.db.queries import Q
+from pgqueue.db.retry import in_transaction
+from pgqueue.errors import InvalidState, ValidationError
+from pgqueue.manager.arguments import DAY_MS, check_bool, check_int
+from pgqueue.manager.context import EngineContext
+from pgqueue.manager.options import validate_job_id, validate_queue_name
+
+__all__ = [
+    "BATCH_SIZE",
+    "CLEAN_STATES",
+    "clean",
+    "drain",
+    "is_paused",
+    "obliterate",
+    "pause",
+    "resume",
+    "retry_completed",
+]
+
+BATCH_SIZE = 1_000
+MAX_BULK = 10_000_000
+MAX_GRACE_MS = 100 * 365 * DAY_MS
+PENDING_STATES = ("waiting", "prioritized", "delayed")
+CLEAN_STATES: dict[str, tuple[str, ...]] = {
+    "completed": ("completed",),
+    "failed": ("failed",),
+    "waiting": ("waiting",),
+    "wait": ("waiting",),
+    "prioritized": ("prioritized",),
+    "delayed": ("delayed",),
+}
+
+_Cursor = tuple[datetime | None, str | None]
+
+
+async def _set_paused(ctx: EngineContext, queue: str, paused: bool) -> None:
+    validate_queue_name(queue)
+    ctx.session.check()
+    await ctx.db.fetchrow(Q.queue_set_paused, ctx.namespace, queue, paused)
+
+
+async def pause(ctx: EngineContext, queue: str) -> None:
+    """Stop claims of ``queue`` on every broker (jobs already active keep running)."""
+    await _set_paused(ctx, queue, True)
+
+
+async def resume(ctx: EngineContext, queue: str) -> None:
+    await _set_paused(ctx, queue, False)
+
+
+async def is_paused(ctx: EngineContext, queue: str) -> bool:
+    validate_queue_name(queue)
+    return bool(await ctx.db.fetchval(Q.queue_is_paused, ctx.namespace, queue))
+
+
+async def _summary(tx: Executor, ctx: EngineContext, bulk: _Bulk, count: int) -> None:
+    payload = orjson.dumps({"count": count, **bulk.extra}).decode()
+    await tx.fetch(Q.queue_event_insert, ctx.namespace, bulk.queue, bulk.summary, payload)
+
+
+@dataclass(frozen=True, slots=True)
+class _Bulk:
+    """One bulk deletion: where, why, how many at most, and its summary event."""
+
+    queue: str
+    reason: str
+    limit: int
+    summary: str
+    extra: dict[str, Any]
+
+
+async def _pending_page(
+    tx: Executor,
+    ctx: EngineContext,
+    bulk: _Bulk,
+    states: list[str],
+    grace_ms: int | None,
+    cursor: _Cursor,
+    page: int,
+    done_before: int,
+) -> tuple[list[Row], list[str]]:
+    """Lock one page of pending jobs, delete it, and on the last page write the summary."""
+    locked = await tx.fetch(
+        Q.job_lock_pending_page, ctx.namespace, bulk.queue, states, grace_ms, *cursor, page
+    )
+    deleted: list[str] = []
+    if locked:
+        rows = await tx.fetch(
+            Q.job_delete_many,
+            ctx.namespace,
+            [row["id"] for row in locked],
+            [row["fence"] for row in locked],
+            ["pending"] * len(locked),
+            bulk.reason,
+        )
+        deleted = [str(row["id"]) for row in rows if row["outcome"] == "removed"]
+    if len(locked) < page or done_before + len(deleted) >= bulk.limit:
+        await _summary(tx, ctx, bulk, done_before + len(deleted))
+    return locked, deleted
+
+
+async def _delete_pending(
+    ctx: EngineContext, bulk: _Bulk, states: Sequence[str], grace_ms: int | None
+) -> list[str]:
+    """Delete pending jobs page by page, each page its own transaction."""
+    removed: list[str] = []
+    cursor: _Cursor = (None, None)
+    while True:
+        page = min(BATCH_SIZE, bulk.limit - len(removed))
+        body = partial(
+            _pending_page,
+            ctx=ctx,
+            bulk=bulk,
+            states=list(states),
+            grace_ms=grace_ms,
+            cursor=cursor,
+            page=page,
+            done_before=len(removed),
+        )
+        locked, deleted = await in_transaction(ctx.db, body)
+        removed.extend(deleted)
+        if len(locked) < page or len(removed) >= bulk.limit:
+            return removed
+        cursor = (locked[-1]["created_at"], locked[-1]["id"])
+
+
+async def drain(ctx: EngineContext, queue: str, include_delayed: bool = True) -> int:
+    """Delete the queue's waiting and prioritized jobs (and delayed ones); return how many."""
+    validate_queue_name(queue)
+    check_bool(include_delayed, "delayed")
+    ctx.session.check()
+    states = PENDING_STATES if include_delayed else PENDING_STATES[:2]
+    bulk = _Bulk(queue, "drain", MAX_BULK, "drained", {})
+    return len(await _delete_pending(ctx, bulk, states, None))
+
+
+async def clean(
+    ctx: EngineContext, queue: str, grace_ms: int, state: str = "completed", limit: int = 1000
+) -> tuple[int, list[str]]:
+    """Delete up to ``limit`` jobs (0: no limit) in ``state`` older than ``grace_ms``.
+
+    Finished states (completed, failed) count age from when the job
+    finished, pending ones (waiting, prioritized, delayed) from its creation.
+    Returns ``(count, ids)``.
+    """
+    validate_queue_name(queue)
+    grace = check_int(grace_ms, "grace", 0, MAX_GRACE_MS)
+    states = CLEAN_STATES.get(state) if isinstance(state, str) else None
+    if states is None:
+        raise ValidationError(
+            f"state must be one of {', '.join(CLEAN_STATES)} (got {state!r})", field="state"
+        )
+    most = check_int(limit, "limit", 0, MAX_BULK) or MAX_BULK
+    ctx.session.check()
+    bulk = _Bulk(queue, "clean", most, "cleaned", {"state": states[0]})
+    if states[0] in ("completed", "failed"):
+        ids = await _clean_finished(ctx, bulk, states[0], grace)
+    else:
+        ids = await _delete_pending(ctx, bulk, states, grace)
+    return len(ids), ids
+
+
+async def _finished_page(
+    tx: Executor,
+    ctx: EngineContext,
+    bulk: _Bulk,
+    state: str,
+    grace_ms: int,
+    page: int,
+    done_before: int,
+) -> list[str]:
+    rows = await tx.fetch(
+        Q.job_finished_delete_page, ctx.namespace, bulk.queue, state, grace_ms, page, bulk.reason
+    )
+    deleted = [str(row["id"]) for row in rows]
+    if len(deleted) < page or done_before + len(deleted) >= bulk.limit:
+        await _summary(tx, ctx, bulk, done_before + len(deleted))
+    return deleted
+
+
+async def _clean_finished(ctx: EngineContext, bulk: _Bulk, state: str, grace_ms: int) -> list[str]:
+    ids: list[str] = []
+    while True:
+        page = min(BATCH_SIZE, bulk.limit - len(ids))
+        body = partial(
+            _finished_page,
+            ctx=ctx,
+            bulk=bulk,
+            state=state,
+            grace_ms=grace_ms,
+            page=page,
+            done_before=len(ids),
+        )
+        deleted = await in_transaction(ctx.db, body)
+        ids.extend(deleted)
+        if len(deleted) < page or len(ids) >= bulk.limit:
+            return ids
+
+
+async def obliterate(ctx: EngineContext, queue: str, force: bool = False) -> int:
+    """Delete everything of ``queue``: jobs live and finished, DLQ entries, logs,
+    dependency edges and its settings.  Refused while jobs are active unless
+    ``force`` (their workers' acks are then rejected).  Returns how many jobs went.
+
+    The queue is paused first, so no broker claims from it meanwhile; jobs
+    pushed while it runs may survive it.
+    """
+    validate_queue_name(queue)
+    check_bool(force, "force")
+    ctx.session.check()
+    ns = ctx.namespace
+
+    async def begin(tx: Executor) -> None:
+        row = await tx.fetchrow(Q.queue_obliterate_begin, ns, queue)
+        active = int(row["active"]) if row is not None else 0
+        if active and not force:
+            raise InvalidState(
+                f"Cannot obliterate queue with active jobs ({active} active; use force)",
+                field="queue",
+            )
+
+    await in_transaction(ctx.db, begin)
+    total = 0
+    for query, args in (
+        (Q.job_obliterate_live_page, (force, BATCH_SIZE)),
+        (Q.job_obliterate_finished_page, (BATCH_SIZE,)),
+    ):
+        while True:
+            deleted = int(await ctx.db.fetchval(query, ns, queue, *args))
+            total += deleted
+            if deleted < BATCH_SIZE:
+                break
+    await ctx.db.fetch(
+        Q.queue_obliterate_finish, ns, queue, orjson.dumps({"count": total}).decode()
+    )
+    return total
+
+
+def _timestamp(value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise ValidationError("timestamp must be a finite number", field="timestamp")
+    if value < 0:
+        raise ValidationError("timestamp must be at least 0", field="timestamp")
+    return float(value)
+
+
+async def retry_completed(
+    ctx: EngineContext,
+    queue: str,
+    job_id: str | None = None,
+    count: int | None = None,
+    timestamp_ms: float | None = None,
+) -> int:
+    """Run completed jobs again as new pending generations (attempts start at 0).
+
+    ``job_id`` picks one job; ``count`` caps how many (all when None);
+    ``timestamp_ms`` keeps only jobs that finished at or before it.  Returns
+    how many were re-admitted.
+    """
+    validate_queue_name(queue)
+    if job_id is not None:
+        validate_job_id(job_id, "id")
+    limit = MAX_BULK if count is None else check_int(count, "count", 1, MAX_BULK)
+    before = None if timestamp_ms is None else _timestamp(timestamp_ms)
+    ctx.session.check()
+    total = 0
+    cursor: _Cursor = (None, None)
+    while total < limit:
+        page = min(BATCH_SIZE, limit - total)
+        row = await ctx.db.fetchrow(
+            Q.job_retry_completed,
+            ctx.namespace,
+            queue,
+            job_id,
+            before,
+            page,
+            cursor[0],
+            cursor[1],
+        )
+        if row is None:  # pragma: no cover - the statement always returns one row
+            break
+        total += int(row["retried"])
+        if row["picked"] < page:
+            break
+        cursor = (row["after_finished_at"], row["after_id"])
+    return total

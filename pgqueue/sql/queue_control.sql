@@ -1,0 +1,237 @@
+-- name: queue_set_paused
+-- Pause ($3 true) or resume a queue for every broker (claims read this row in
+-- SQL), with a 'paused' / 'resumed' event (job_id NULL) and a NOTIFY hint
+-- that wakes long-polling claims on a resume.  $1 namespace, $2 queue.
+WITH upserted AS (
+    INSERT INTO pgqueue_queues AS q (namespace, queue, paused)
+    VALUES ($1, $2, $3::bool)
+    ON CONFLICT (namespace, queue) DO UPDATE SET paused = EXCLUDED.paused
+    RETURNING q.queue, q.paused
+), events AS (
+    INSERT INTO pgqueue_events (namespace, queue, job_id, type, payload)
+    SELECT $1, u.queue, NULL, CASE WHEN u.paused THEN 'paused' ELSE 'resumed' END, '{}'::jsonb
+    FROM upserted u
+    RETURNING id, queue
+), notified AS (
+    SELECT pg_notify('pgqueue_events', json_build_object(
+               'ns', $1::text, 'a', min(e.id), 'b', max(e.id), 'q', array_agg(DISTINCT e.queue))::text)
+    FROM events e
+    HAVING count(*) > 0
+)
+SELECT u.paused FROM upserted u, (SELECT count(*) FROM notified) AS hint
+
+-- name: queue_is_paused
+-- Whether a queue is paused.  $1 namespace, $2 queue.
+SELECT coalesce((SELECT q.paused FROM pgqueue_queues q
+                 WHERE q.namespace = $1 AND q.queue = $2), false) AS paused
+
+-- name: job_lock_pending_page
+-- Lock the next page of a queue's pending jobs in the reported states $3
+-- (waiting, prioritized, delayed), created at least $4 ms ago (NULL: any
+-- age), after the cursor ($5 created_at, $6 id; NULL: from the start), in
+-- listing order, skipping rows other transactions hold.  $1 namespace,
+-- $2 queue, $7 limit.  Returns id, fence, state, created_at.
+SELECT j.id, j.fence, j.state, j.created_at
+FROM pgqueue_jobs j
+WHERE j.namespace = $1
+  AND j.queue = $2
+  AND j.state = 'pending'
+  AND (CASE WHEN j.run_at > statement_timestamp() THEN 'delayed'
+            WHEN j.priority > 0 THEN 'prioritized'
+            ELSE 'waiting' END) = ANY($3::text[])
+  AND ($4::bigint IS NULL
+       OR j.created_at <= statement_timestamp() - $4::bigint * interval '1 millisecond')
+  AND ($5::timestamptz IS NULL OR (j.created_at, j.id) > ($5::timestamptz, $6::text))
+ORDER BY j.created_at, j.id
+LIMIT $7
+FOR UPDATE SKIP LOCKED
+
+-- name: job_finished_delete_page
+-- Delete up to $5 finished jobs of queue $2 in state $3 that finished at
+-- least $4 ms ago, oldest first, with their DLQ entries and logs; a failed
+-- job that live jobs still wait on is kept.  One 'removed' event each
+-- ({"prev": state, "reason": $6}) and one NOTIFY hint.  $1 namespace.
+-- Returns the deleted ids.
+WITH picked AS (
+    SELECT f.id
+    FROM pgqueue_finished f
+    WHERE f.namespace = $1 AND f.queue = $2 AND f.state = $3 AND NOT f.removed
+      AND f.finished_at <= statement_timestamp() - $4::bigint * interval '1 millisecond'
+      AND NOT EXISTS (SELECT 1 FROM pgqueue_dependencies d
+                      JOIN pgqueue_jobs dj ON dj.namespace = d.namespace AND dj.id = d.job_id
+                      WHERE d.namespace = $1 AND d.depends_on = f.id)
+    ORDER BY f.finished_at, f.id
+    LIMIT $5
+    FOR UPDATE SKIP LOCKED
+), deleted AS (
+    DELETE FROM pgqueue_finished f
+    USING picked p
+    WHERE f.namespace = $1 AND f.id = p.id
+    RETURNING f.id, f.queue, f.state, f.finished_at
+), dlq AS (
+    DELETE FROM pgqueue_dlq d USING deleted x WHERE d.namespace = $1 AND d.job_id = x.id
+), logs AS (
+    DELETE FROM pgqueue_job_logs l USING deleted x WHERE l.namespace = $1 AND l.job_id = x.id
+), edges AS (
+    DELETE FROM pgqueue_dependencies d USING deleted x
+    WHERE d.namespace = $1 AND d.depends_on = x.id
+), events AS (
+    INSERT INTO pgqueue_events (namespace, queue, job_id, type, payload)
+    SELECT $1, x.queue, x.id, 'removed', jsonb_build_object('prev', x.state, 'reason', $6::text)
+    FROM deleted x
+    RETURNING id, queue
+), notified AS (
+    SELECT pg_notify('pgqueue_events', json_build_object(
+               'ns', $1::text, 'a', min(e.id), 'b', max(e.id), 'q', array_agg(DISTINCT e.queue))::text)
+    FROM events e
+    HAVING count(*) > 0
+)
+SELECT x.id FROM deleted x, (SELECT count(*) FROM notified) AS hint
+ORDER BY x.finished_at, x.id
+
+-- name: queue_event_insert
+-- One queue-level event (job_id NULL) and its NOTIFY hint.  $1 namespace,
+-- $2 queue, $3 type, $4 payload.
+WITH events AS (
+    INSERT INTO pgqueue_events (namespace, queue, job_id, type, payload)
+    VALUES ($1, $2, NULL, $3, $4::jsonb)
+    RETURNING id, queue
+)
+SELECT pg_notify('pgqueue_events', json_build_object(
+           'ns', $1::text, 'a', min(e.id), 'b', max(e.id), 'q', array_agg(e.queue))::text)
+FROM events e
+
+-- name: queue_obliterate_begin
+-- Start obliterating a queue: pause it (claims stop on every broker) and
+-- count its active jobs.  $1 namespace, $2 queue.
+WITH paused AS (
+    INSERT INTO pgqueue_queues AS q (namespace, queue, paused)
+    VALUES ($1, $2, true)
+    ON CONFLICT (namespace, queue) DO UPDATE SET paused = true
+    RETURNING q.queue
+)
+SELECT (SELECT count(*) FROM pgqueue_jobs j
+        WHERE j.namespace = $1 AND j.queue = $2 AND j.state = 'active')::bigint AS active,
+       (SELECT count(*) FROM paused)::int AS registered
+
+-- name: job_obliterate_live_page
+-- Delete up to $4 live jobs of queue $2 (active ones only when $3) with
+-- their dependency edges (both directions) and logs.  No per-job event: the
+-- 'obliterated' event covers them.  $1 namespace.  Returns how many.
+WITH picked AS (
+    SELECT j.id FROM pgqueue_jobs j
+    WHERE j.namespace = $1 AND j.queue = $2 AND ($3::bool OR j.state <> 'active')
+    LIMIT $4
+    FOR UPDATE
+), deleted AS (
+    DELETE FROM pgqueue_jobs j USING picked p
+    WHERE j.namespace = $1 AND j.id = p.id
+    RETURNING j.id
+), own_edges AS (
+    DELETE FROM pgqueue_dependencies d USING deleted x
+    WHERE d.namespace = $1 AND d.job_id = x.id
+), target_edges AS (
+    DELETE FROM pgqueue_dependencies d USING deleted x
+    WHERE d.namespace = $1 AND d.depends_on = x.id
+), logs AS (
+    DELETE FROM pgqueue_job_logs l USING deleted x WHERE l.namespace = $1 AND l.job_id = x.id
+)
+SELECT count(*)::int AS deleted FROM deleted
+
+-- name: job_obliterate_finished_page
+-- Delete up to $3 finished jobs of queue $2 with their DLQ entries, edges
+-- and logs.  $1 namespace.  Returns how many.
+WITH picked AS (
+    SELECT f.id FROM pgqueue_finished f
+    WHERE f.namespace = $1 AND f.queue = $2
+    LIMIT $3
+    FOR UPDATE
+), deleted AS (
+    DELETE FROM pgqueue_finished f USING picked p
+    WHERE f.namespace = $1 AND f.id = p.id
+    RETURNING f.id
+), dlq AS (
+    DELETE FROM pgqueue_dlq d USING deleted x WHERE d.namespace = $1 AND d.job_id = x.id
+), edges AS (
+    DELETE FROM pgqueue_dependencies d USING deleted x
+    WHERE d.namespace = $1 AND (d.depends_on = x.id OR d.job_id = x.id)
+), logs AS (
+    DELETE FROM pgqueue_job_logs l USING deleted x WHERE l.namespace = $1 AND l.job_id = x.id
+)
+SELECT count(*)::int AS deleted FROM deleted
+
+-- name: queue_obliterate_finish
+-- End an obliterate: drop the queue's remaining DLQ entries and its registry
+-- row (settings and pause go with it), with an 'obliterated' event ($3
+-- payload) and a NOTIFY hint.  $1 namespace, $2 queue.
+WITH dlq AS (
+    DELETE FROM pgqueue_dlq d WHERE d.namespace = $1 AND d.queue = $2
+), registry AS (
+    DELETE FROM pgqueue_queues q WHERE q.namespace = $1 AND q.queue = $2
+), events AS (
+    INSERT INTO pgqueue_events (namespace, queue, job_id, type, payload)
+    VALUES ($1, $2, NULL, 'obliterated', $3::jsonb)
+    RETURNING id, queue
+)
+SELECT pg_notify('pgqueue_events', json_build_object(
+           'ns', $1::text, 'a', min(e.id), 'b', max(e.id), 'q', array_agg(e.queue))::text)
+FROM events e
+
+-- name: job_retry_completed
+-- Re-admit up to $5 completed jobs of queue $2 (only job $3 when not NULL;
+-- only those finished at or before $4 ms since the epoch when not NULL),
+-- oldest first after the cursor ($6 finished_at, $7 id; NULL: from the
+-- start), as new pending generations: attempts, stalls and progress start
+-- over, the fence keeps counting, the completion row goes.  A job whose
+-- unique key a live job holds now stays completed.  One 'retried' event each
+-- ({"prev": "completed"}) and a NOTIFY hint.  $1 namespace.  Returns how
+-- many were retried, how many looked at, and the cursor after them.
+WITH picked AS (
+    SELECT f.*
+    FROM pgqueue_finished f
+    WHERE f.namespace = $1 AND f.queue = $2 AND f.state = 'completed' AND NOT f.removed
+      AND ($3::text IS NULL OR f.id = $3::text)
+      AND ($4::float8 IS NULL OR f.finished_at <= to_timestamp($4::float8 / 1000.0))
+      AND ($6::timestamptz IS NULL OR (f.finished_at, f.id) > ($6::timestamptz, $7::text))
+    ORDER BY f.finished_at, f.id
+    LIMIT $5
+    FOR UPDATE SKIP LOCKED
+), readmitted AS (
+    INSERT INTO pgqueue_jobs (
+        namespace, id, queue, name, data, state, priority, lifo, lifo_seq, run_at,
+        created_at, expires_at, attempts, max_attempts, backoff_type, backoff_ms,
+        backoff_max_ms, timeout_ms, ttl_ms, stall_timeout_ms, remove_on_complete,
+        remove_on_fail, custom_id, unique_key, group_id, parent_id, parent_queue,
+        pending_deps, has_dependents, stall_count, fence, opts)
+    SELECT $1, p.id, p.queue, p.name, coalesce(p.data, 'null'::jsonb), 'pending', p.priority,
+           p.lifo, CASE WHEN p.lifo THEN nextval('pgqueue_lifo_seq') END,
+           statement_timestamp(), p.created_at,
+           statement_timestamp() + p.ttl_ms * interval '1 millisecond',
+           0, p.max_attempts, p.backoff_type, p.backoff_ms, p.backoff_max_ms, p.timeout_ms,
+           p.ttl_ms, p.stall_timeout_ms, p.remove_on_complete, p.remove_on_fail, p.custom_id,
+           p.unique_key, p.group_id, p.parent_id, p.parent_queue, 0, false, 0, p.fence, p.opts
+    FROM picked p
+    ORDER BY p.finished_at, p.id
+    ON CONFLICT DO NOTHING
+    RETURNING id, queue
+), retired AS (
+    DELETE FROM pgqueue_finished f USING readmitted r
+    WHERE f.namespace = $1 AND f.id = r.id
+), events AS (
+    INSERT INTO pgqueue_events (namespace, queue, job_id, type, payload)
+    SELECT $1, r.queue, r.id, 'retried', '{"prev": "completed"}'::jsonb FROM readmitted r
+    RETURNING id, queue
+), notified AS (
+    SELECT pg_notify('pgqueue_events', json_build_object(
+               'ns', $1::text, 'a', min(e.id), 'b', max(e.id), 'q', array_agg(DISTINCT e.queue))::text)
+    FROM events e
+    HAVING count(*) > 0
+), last AS (
+    SELECT p.finished_at, p.id FROM picked p ORDER BY p.finished_at DESC, p.id DESC LIMIT 1
+)
+SELECT (SELECT count(*) FROM readmitted)::int AS retried,
+       (SELECT count(*) FROM picked)::int AS picked,
+       (SELECT finished_at FROM last) AS after_finished_at,
+       (SELECT id FROM last) AS after_id,
+       h.count AS hint
+FROM (SELECT count(*) FROM notified) AS h
