@@ -43,9 +43,7 @@ class FaultProxy:
     def dsn(self) -> str:
         """The DSN that goes through the proxy (same database, user and options)."""
         parts = urlsplit(self._dsn)
-        query = "&".join(
-            f"{k}={v[0]}" for k, v in parse_qs(parts.query).items() if k != "host"
-        )
+        query = "&".join(f"{k}={v[0]}" for k, v in parse_qs(parts.query).items() if k != "host")
         user = parts.username or "postgres"
         netloc = f"{user}@127.0.0.1:{self.port}"
         return urlunsplit((parts.scheme, netloc, parts.path, query or "sslmode=disable", ""))

@@ -40,7 +40,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser.add_argument("--http-port", type=int, default=_env_int("PGQUEUE_HTTP_PORT", 6790))
     parser.add_argument("--no-http", action="store_true", help="serve TCP only")
     parser.add_argument(
-        "--auth-token", action="append", default=[], metavar="[NAME=]SECRET",
+        "--auth-token",
+        action="append",
+        default=[],
+        metavar="[NAME=]SECRET",
         help="accept this client token (repeatable; also $PGQUEUE_AUTH_TOKENS, comma separated)",
     )
     parser.add_argument("--lease-ms", type=int, default=_env_int("PGQUEUE_LEASE_MS", 30_000))
@@ -52,11 +55,13 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser.add_argument("--max-frame-bytes", type=int, default=64 * 1024 * 1024)
     parser.add_argument("--migrate", action="store_true", help="migrate the schema first")
     parser.add_argument(
-        "--data-dir", default=None,
+        "--data-dir",
+        default=None,
         help="embedded PostgreSQL data directory (default: see docs/configuration.md)",
     )
     parser.add_argument(
-        "--unsafe-durability", action="store_true",
+        "--unsafe-durability",
+        action="store_true",
         help="start even when PostgreSQL runs with fsync=off",
     )
     parser.set_defaults(run=run)
@@ -75,8 +80,7 @@ def run(args: argparse.Namespace) -> int:
     dsn = args.dsn
     if not dsn:
         data_dir = Path(args.data_dir).expanduser() if args.data_dir else default_data_dir()
-        print(f"pgqueue: no --dsn given; starting an embedded PostgreSQL in {data_dir}",
-              flush=True)
+        print(f"pgqueue: no --dsn given; starting an embedded PostgreSQL in {data_dir}", flush=True)
         embedded = EmbeddedPostgres(data_dir, cleanup="stop")
         dsn = embedded.start()
         migrate(dsn)

@@ -34,8 +34,9 @@ log = logging.getLogger("pgqueue.client")
 class Connection:
     """A pipelined protocol connection (use :meth:`open`)."""
 
-    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
-                 address: str) -> None:
+    def __init__(
+        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, address: str
+    ) -> None:
         self._reader = reader
         self._writer = writer
         self.address = address

@@ -320,6 +320,7 @@ async def attach_child(ctx: EngineContext, child_id: str, parent_id: str) -> Non
     The parent must be live; a live child blocks it until the child completes.
     A child that is already gone (removed, never existed) is refused.
     """
+
     async def body(tx: Executor) -> None:
         for _ in range(2):
             row = await tx.fetchrow(Q.job_attach_child, ctx.namespace, child_id, parent_id)

@@ -15,9 +15,9 @@ from pgqueue.manager.rows import job_from_row
 __all__ = [
     "NO_RESULT",
     "get_children_values",
-    "get_jobs_by_ids",
     "get_counts",
     "get_job",
+    "get_jobs_by_ids",
     "get_result",
     "get_state",
 ]

@@ -168,7 +168,9 @@ class Broker:
             raise
         log.info(
             "broker %s listening: tcp %s:%d%s (namespace %s)",
-            self.manager.broker_id, self.settings.host, self.tcp.port,
+            self.manager.broker_id,
+            self.settings.host,
+            self.tcp.port,
             f", http {self.settings.host}:{self.http.port}" if self.http else "",
             self.config.namespace,
         )

@@ -13,12 +13,16 @@ class BrokerMetrics:
     def __init__(self) -> None:
         self.registry = CollectorRegistry(auto_describe=True)
         self.commands = Counter(
-            "pgqueue_commands_total", "Commands served, by name and outcome",
-            ["command", "outcome"], registry=self.registry,
+            "pgqueue_commands_total",
+            "Commands served, by name and outcome",
+            ["command", "outcome"],
+            registry=self.registry,
         )
         self.command_seconds = Histogram(
-            "pgqueue_command_duration_seconds", "Time to serve a command",
-            ["command"], registry=self.registry,
+            "pgqueue_command_duration_seconds",
+            "Time to serve a command",
+            ["command"],
+            registry=self.registry,
             buckets=(0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 5, 30),
         )
 

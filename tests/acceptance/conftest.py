@@ -97,20 +97,43 @@ class BrokerFactory:
         self.tmp = tmp
         self.started: list[BrokerProcess] = []
 
-    def start(self, name: str, *args: str, http: bool = True, env: dict[str, str] | None = None,
-              tcp_port: int | None = None) -> BrokerProcess:
+    def start(
+        self,
+        name: str,
+        *args: str,
+        http: bool = True,
+        env: dict[str, str] | None = None,
+        tcp_port: int | None = None,
+    ) -> BrokerProcess:
         tcp_port = tcp_port or free_port()
         http_port = free_port()
         log_path = self.tmp / f"broker-{name}-{tcp_port}.log"
         command = [
-            sys.executable, "-m", "pgqueue", "--log-level", "INFO", "serve",
-            "--dsn", self.dsn, "--namespace", self.namespace, "--broker-id", name,
-            "--host", "127.0.0.1", "--tcp-port", str(tcp_port), "--http-port", str(http_port),
-            *([] if http else ["--no-http"]), *args,
+            sys.executable,
+            "-m",
+            "pgqueue",
+            "--log-level",
+            "INFO",
+            "serve",
+            "--dsn",
+            self.dsn,
+            "--namespace",
+            self.namespace,
+            "--broker-id",
+            name,
+            "--host",
+            "127.0.0.1",
+            "--tcp-port",
+            str(tcp_port),
+            "--http-port",
+            str(http_port),
+            *([] if http else ["--no-http"]),
+            *args,
         ]
         process_env = {**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})}
-        process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                   env=process_env, cwd=ROOT)
+        process = subprocess.Popen(
+            command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=process_env, cwd=ROOT
+        )
         broker = BrokerProcess(name, tcp_port, http_port, process, log_path, list(args))
         self.started.append(broker)
         ready = threading.Event()

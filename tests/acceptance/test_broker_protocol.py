@@ -64,8 +64,10 @@ async def test_custom_id_pushes_to_both_brokers_at_once_make_one_job(
 ) -> None:
     a, b = clients
     answers = await asyncio.gather(
-        *[c.call("PUSH", {"queue": "q", "name": "n", "data": i, "jobId": "same-id"})
-          for i, c in enumerate([a, b] * 5)]
+        *[
+            c.call("PUSH", {"queue": "q", "name": "n", "data": i, "jobId": "same-id"})
+            for i, c in enumerate([a, b] * 5)
+        ]
     )
     assert {answer["id"] for answer in answers} == {"same-id"}
     assert await count_rows(db_dsn, "pgqueue_jobs", namespace) == 1
@@ -120,15 +122,30 @@ BAD_COMMANDS = [
     ({"cmd": "PUSH", "queue": "bad queue!", "name": "n", "data": 1}, "invalid characters"),
     ({"cmd": "PUSH", "queue": "q" * 300, "name": "n", "data": 1}, "too long"),
     ({"cmd": "PUSH", "queue": "q", "name": "n\u0000x", "data": 1}, "name"),
-    ({"cmd": "PUSH", "queue": "q", "name": "n", "data": 1,
-      "backoff": {"type": "sometimes", "delay": 5}}, "backoff"),
-    ({"cmd": "PUSHB", "queue": "q", "jobs": [{"name": "ok", "data": 1},
-                                             {"name": "bad", "data": 1, "priority": "high"}]},
-     "jobs[1]: priority"),
+    (
+        {
+            "cmd": "PUSH",
+            "queue": "q",
+            "name": "n",
+            "data": 1,
+            "backoff": {"type": "sometimes", "delay": 5},
+        },
+        "backoff",
+    ),
+    (
+        {
+            "cmd": "PUSHB",
+            "queue": "q",
+            "jobs": [{"name": "ok", "data": 1}, {"name": "bad", "data": 1, "priority": "high"}],
+        },
+        "jobs[1]: priority",
+    ),
     ({"cmd": "PULLB", "queue": "q", "count": 5000}, "count must be at most 1000"),
     ({"cmd": "PULL", "queue": "q", "timeout": 600000}, "timeout must be at most 60000"),
-    ({"cmd": "ACKB", "ids": ["a", "b"], "tokens": ["x"]},
-     "ACKB tokens length must match ids length"),
+    (
+        {"cmd": "ACKB", "ids": ["a", "b"], "tokens": ["x"]},
+        "ACKB tokens length must match ids length",
+    ),
     ({"cmd": "NoSuchCommand"}, "Unknown command: NoSuchCommand"),
     ({"cmd": "Cron", "name": "c", "queue": "q"}, "Cron is not supported yet"),
     ({"noCmd": True}, "Invalid command"),
@@ -137,8 +154,11 @@ BAD_COMMANDS = [
 
 @pytest.mark.parametrize(("message", "error"), BAD_COMMANDS)
 async def test_bad_commands_get_a_clear_error_and_change_nothing(
-    clients: tuple[Connection, Connection], db_dsn: str, namespace: str,
-    message: dict[str, object], error: str,
+    clients: tuple[Connection, Connection],
+    db_dsn: str,
+    namespace: str,
+    message: dict[str, object],
+    error: str,
 ) -> None:
     a, b = clients
     answer = await a.request(message)
@@ -185,10 +205,14 @@ async def test_sigterm_drains_and_gives_the_brokers_jobs_back_at_once(
     staying = brokers.start("staying", http=False)
     worker = await connect(leaving)
     other = await connect(staying)
-    ids = (await other.call("PUSHB", {"queue": "q", "jobs": [{"name": "n", "data": i}
-                                                              for i in range(5)]}))["ids"]
-    pulled = await worker.call("PULLB", {"queue": "q", "count": 5, "owner": "w",
-                                         "lockTtl": 600000, "detach": True})
+    ids = (
+        await other.call(
+            "PUSHB", {"queue": "q", "jobs": [{"name": "n", "data": i} for i in range(5)]}
+        )
+    )["ids"]
+    pulled = await worker.call(
+        "PULLB", {"queue": "q", "count": 5, "owner": "w", "lockTtl": 600000, "detach": True}
+    )
     assert len(pulled["jobs"]) == 5
     assert leaving.terminate() == 0
     assert "broker stopped" in leaving.log()
@@ -197,8 +221,10 @@ async def test_sigterm_drains_and_gives_the_brokers_jobs_back_at_once(
         "released at once, not after the 10-minute lease"
     )
     sessions = await sql_value(
-        db_dsn, "SELECT count(*) FROM pgqueue_brokers WHERE namespace = $1 AND broker_id = $2",
-        namespace, "leaving",
+        db_dsn,
+        "SELECT count(*) FROM pgqueue_brokers WHERE namespace = $1 AND broker_id = $2",
+        namespace,
+        "leaving",
     )
     assert sessions == 0
     await worker.close()

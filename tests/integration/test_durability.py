@@ -64,9 +64,7 @@ async def test_connection_lost_after_commit_was_sent_is_indeterminate_and_retry_
             await manager.push("q", "n", {"n": 1}, job_id="order-1")
         # The documented safe retry: the same custom id again.
         assert await manager.push("q", "n", {"n": 2}, job_id="order-1") == "order-1"
-    rows = await sql(
-        db_dsn, "SELECT data FROM pgqueue_jobs WHERE namespace = $1", namespace
-    )
+    rows = await sql(db_dsn, "SELECT data FROM pgqueue_jobs WHERE namespace = $1", namespace)
     assert [row["data"] for row in rows] == ['{"n": 1}']
 
 

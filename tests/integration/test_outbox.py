@@ -25,7 +25,9 @@ async def test_a_jobs_life_arrives_as_events_in_order(manager: PostgresQueueMana
     await manager.ack(claim.id, claim.token, {"r": 2})
     events = await take(sub, 3)
     assert [(e.type, e.job_id) for e in events] == [
-        ("pushed", job_id), ("active", job_id), ("completed", job_id),
+        ("pushed", job_id),
+        ("active", job_id),
+        ("completed", job_id),
     ]
     assert events[2].payload == {"returnvalue": {"r": 2}}
     sub.close()

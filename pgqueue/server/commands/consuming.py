@@ -76,9 +76,7 @@ def _aligned(f: Fields, name: str, ids: list[str], command_name: str) -> list[An
     if not isinstance(values, list):
         raise f.error(name, "must be an array")
     if len(values) != len(ids):
-        raise ValidationError(
-            f"{command_name} {name} length must match ids length", field=name
-        )
+        raise ValidationError(f"{command_name} {name} length must match ids length", field=name)
     return values
 
 
@@ -125,8 +123,9 @@ async def ack_batch(req: Request) -> dict[str, Any] | None:
             missing.append(i)
             continue
         entry = Fields({"result": results[i], "remove": removes[i]}, path=f"[{i}].")
-        items.append(AckItem(job_id, token, entry.opt_json_value("result"),
-                             entry.opt_bool("remove")))
+        items.append(
+            AckItem(job_id, token, entry.opt_json_value("result"), entry.opt_bool("remove"))
+        )
     outcomes = await req.manager.ack_batch(items) if items else []
     ignored = list(missing)
     positions = [i for i in range(len(ids)) if i not in set(missing)]
@@ -155,8 +154,9 @@ async def fail(req: Request) -> dict[str, Any] | None:
     return _finalized(outcome)
 
 
-async def _extend(req: Request, ids: list[str], tokens: list[Any],
-                  durations: list[int] | int) -> list[ItemOutcome]:
+async def _extend(
+    req: Request, ids: list[str], tokens: list[Any], durations: list[int] | int
+) -> list[ItemOutcome]:
     items = []
     for i, job_id in enumerate(ids):
         given = tokens[i]
@@ -170,8 +170,9 @@ async def _extend(req: Request, ids: list[str], tokens: list[Any],
 async def job_heartbeat(req: Request) -> dict[str, Any]:
     f = req.fields
     job_id = f.job_id("id")
-    duration = f.opt_int("duration", minimum=1, maximum=MAX_LOCK_TTL_MS,
-                         default=req.manager.config.lease_ms)
+    duration = f.opt_int(
+        "duration", minimum=1, maximum=MAX_LOCK_TTL_MS, default=req.manager.config.lease_ms
+    )
     [outcome] = await _extend(req, [job_id], [f.opt_str("token")], duration)
     if not outcome.applied:
         raise LeaseLost(job_id, "Job not found or not active (or invalid token)")
@@ -207,8 +208,9 @@ async def extend_locks(req: Request) -> dict[str, Any]:
     if raw is None:
         raise f.error("durations", "is required")
     durations = [
-        Fields({f"durations[{i}]": value}).int_(f"durations[{i}]", minimum=1,
-                                                maximum=MAX_LOCK_TTL_MS)
+        Fields({f"durations[{i}]": value}).int_(
+            f"durations[{i}]", minimum=1, maximum=MAX_LOCK_TTL_MS
+        )
         for i, value in enumerate(raw)
     ]
     outcomes = await _extend(req, ids, tokens, durations)

@@ -15,13 +15,19 @@ from pgqueue.server.wire import WIRE_LABELS, job_input_from_wire, job_to_wire
 MAX_BATCH_JOBS = 10_000
 
 
-def _spec(req: Request, fields: Fields, queue: str, *, custom_id_key: str,
-          prefix: str = "") -> JobSpec:
+def _spec(
+    req: Request, fields: Fields, queue: str, *, custom_id_key: str, prefix: str = ""
+) -> JobSpec:
     name, data, opts = job_input_from_wire(fields, custom_id_key=custom_id_key)
     return build_job_spec(
-        queue, name, data, opts,
+        queue,
+        name,
+        data,
+        opts,
         max_payload_bytes=req.manager.config.max_payload_bytes,
-        labels=WIRE_LABELS, prefix=prefix, queue_checked=True,
+        labels=WIRE_LABELS,
+        prefix=prefix,
+        queue_checked=True,
     )
 
 
@@ -55,8 +61,9 @@ async def push_flow(req: Request) -> dict[str, Any]:
             raise ValidationError(f"jobs[{i}]: duplicate job id {job_id}", field="id")
         seen.add(job_id)
         queue = entry.queue()
-        spec = _spec(req, entry.nested("input"), queue, custom_id_key="customId",
-                     prefix=f"jobs[{i}]: ")
+        spec = _spec(
+            req, entry.nested("input"), queue, custom_id_key="customId", prefix=f"jobs[{i}]: "
+        )
         specs.append(replace(spec, id=job_id, custom_id=None))
     ids = await req.manager.push_specs(specs)
     jobs = await req.manager.get_jobs_by_ids(ids)
