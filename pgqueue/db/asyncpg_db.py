@@ -37,7 +37,7 @@ def _identity(value: str) -> str:
     return value
 
 
-class _ConnExecutor:
+class ConnectionExecutor:
     """Runs queries on one connection (inside a transaction)."""
 
     __slots__ = ("_conn",)
@@ -125,7 +125,7 @@ class AsyncpgDatabase:
             with translating(write_sent=False):
                 await tx.start()
             try:
-                yield _ConnExecutor(conn)
+                yield ConnectionExecutor(conn)
             except BaseException:
                 if not conn.is_closed():
                     with contextlib.suppress(Exception):

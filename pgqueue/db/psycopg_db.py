@@ -34,7 +34,7 @@ def _configure_adapters(conn: psycopg.AsyncConnection[Any]) -> None:
     conn.adapters.register_loader("json", TextLoader)
 
 
-class _ConnExecutor:
+class ConnectionExecutor:
     __slots__ = ("_conn", "_write_sent")
 
     def __init__(self, conn: psycopg.AsyncConnection[Any], *, autocommit: bool) -> None:
@@ -107,19 +107,19 @@ class PsycopgDatabase:
 
     async def fetch(self, query: Query, *args: Any) -> list[Row]:
         async with self._connection() as conn:
-            return await _ConnExecutor(conn, autocommit=True).fetch(query, *args)
+            return await ConnectionExecutor(conn, autocommit=True).fetch(query, *args)
 
     async def fetchrow(self, query: Query, *args: Any) -> Row | None:
         async with self._connection() as conn:
-            return await _ConnExecutor(conn, autocommit=True).fetchrow(query, *args)
+            return await ConnectionExecutor(conn, autocommit=True).fetchrow(query, *args)
 
     async def fetchval(self, query: Query, *args: Any) -> Any:
         async with self._connection() as conn:
-            return await _ConnExecutor(conn, autocommit=True).fetchval(query, *args)
+            return await ConnectionExecutor(conn, autocommit=True).fetchval(query, *args)
 
     async def execute(self, query: Query, *args: Any) -> None:
         async with self._connection() as conn:
-            await _ConnExecutor(conn, autocommit=True).execute(query, *args)
+            await ConnectionExecutor(conn, autocommit=True).execute(query, *args)
 
     @contextlib.asynccontextmanager
     async def _connection(self) -> AsyncIterator[psycopg.AsyncConnection[Any]]:
@@ -133,7 +133,7 @@ class PsycopgDatabase:
             with translating(write_sent=False):
                 await conn.execute("BEGIN")
             try:
-                yield _ConnExecutor(conn, autocommit=False)
+                yield ConnectionExecutor(conn, autocommit=False)
             except BaseException:
                 with contextlib.suppress(Exception):
                     await conn.execute("ROLLBACK")

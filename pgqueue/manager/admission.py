@@ -25,7 +25,7 @@ from pgqueue.ids import uuid7_many
 from pgqueue.manager.context import EngineContext
 from pgqueue.manager.options import JobSpec
 
-__all__ = ["CHUNK_SIZE", "admit", "attach_child"]
+__all__ = ["CHUNK_SIZE", "admit", "admit_in", "attach_child"]
 
 CHUNK_SIZE = 5_000
 
@@ -169,6 +169,13 @@ async def admit(ctx: EngineContext, specs: Sequence[JobSpec]) -> list[str]:
         return await _admit_in(tx, ns, plan)
 
     return await in_transaction(ctx.db, body)
+
+
+async def admit_in(ctx: EngineContext, tx: Executor, specs: Sequence[JobSpec]) -> list[str]:
+    """Admit ``specs`` on ``tx``, a transaction the caller owns (it commits them)."""
+    if not specs:
+        return []
+    return await _admit_in(tx, ctx.namespace, _plan(specs))
 
 
 async def _admit_in(tx: Executor, ns: str, plan: _Plan) -> list[str]:

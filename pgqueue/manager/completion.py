@@ -24,7 +24,7 @@ import orjson
 from pgqueue.db.executor import Executor, Row
 from pgqueue.db.queries import Q
 from pgqueue.db.retry import in_transaction
-from pgqueue.errors import BrokerFenced
+from pgqueue.errors import AlreadyFinalized, BrokerFenced, JobNotFound, LeaseLost
 from pgqueue.manager.context import EngineContext
 from pgqueue.manager.models import AckItem, ItemOutcome
 from pgqueue.manager.options import encode_json
@@ -36,6 +36,7 @@ __all__ = [
     "DeadLetter",
     "FailItem",
     "ack_batch",
+    "complete_in",
     "dead_letter_locked",
     "fail_batch",
     "parse_fence",
@@ -396,3 +397,38 @@ async def _propagate_failures(ex: Executor, ctx: EngineContext, rows: Sequence[R
                 for row in locked
             ],
         )
+
+
+async def complete_in(
+    ctx: EngineContext, tx: Executor, job_id: str, token: str, result: Any
+) -> None:
+    """Complete a job on ``tx``, a transaction the caller owns: the completion
+    commits together with the caller's own writes, or not at all."""
+    ctx.session.check()
+    row = (
+        job_id,
+        token,
+        parse_fence(token),
+        "active",
+        "completed",
+        encode_json(result, label="result", limit=ctx.config.max_payload_bytes, what="Job result"),
+        None,
+        None,
+        None,
+        None,
+        0,
+        None,
+    )
+    done = await _finish(tx, ctx, [row], skip_with_dependents=False)
+    if done:
+        await release_dependents(tx, ctx, [r["id"] for r in done if r["has_dependents"]])
+        return
+    [probe] = await _probe(ctx, tx, [job_id], [token])
+    if not probe["session_live"]:
+        raise _fenced(ctx)
+    reason = _miss_reason(probe)
+    if reason == "already-finalized":
+        raise AlreadyFinalized(job_id)
+    if reason == "not-found":
+        raise JobNotFound(job_id)
+    raise LeaseLost(job_id)

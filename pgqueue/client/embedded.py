@@ -1,0 +1,219 @@
+"""The embedded transport: the SDK straight to PostgreSQL through the engine.
+
+One :class:`~pgqueue.manager.PostgresQueueManager` per transport (its own broker
+session on the namespace).  Besides the common API it can enqueue inside the
+application's own transaction (:meth:`push_in`) and complete a job inside the
+handler's transaction (:meth:`complete_in`): both run on the connection the
+caller passes, so they commit or roll back with the caller's work.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Mapping, Sequence
+from typing import Any
+
+from pgqueue.client.transport import (
+    AckRequest,
+    FailRequest,
+    JobInput,
+    Lease,
+    TransportEvent,
+)
+from pgqueue.config import Config
+from pgqueue.db.foreign import executor_for_connection
+from pgqueue.manager import PostgresQueueManager
+from pgqueue.manager.admission import admit_in
+from pgqueue.manager.completion import FailItem, complete_in
+from pgqueue.manager.models import AckItem
+from pgqueue.manager.options import JobSpec, build_job_spec
+from pgqueue.manager.reads import NO_RESULT
+from pgqueue.manager.views import job_view
+
+__all__ = ["EmbeddedTransport"]
+
+
+class EmbeddedTransport:
+    """Implements :class:`~pgqueue.client.transport.Transport` on the engine."""
+
+    def __init__(self, dsn: str, **settings: Any) -> None:
+        settings.setdefault("namespace", "default")
+        self.manager = PostgresQueueManager(Config(dsn=dsn, **settings))
+
+    async def start(self) -> None:
+        await self.manager.start()
+
+    async def close(self) -> None:
+        await self.manager.close()
+
+    def _spec(self, queue: str, job: JobInput, prefix: str = "") -> JobSpec:
+        return build_job_spec(
+            queue,
+            job.name,
+            job.data,
+            dict(job.opts),
+            max_payload_bytes=self.manager.config.max_payload_bytes,
+            prefix=prefix,
+        )
+
+    # -- producing ------------------------------------------------------------
+
+    async def push(self, queue: str, job: JobInput) -> str:
+        return (await self.manager.push_specs([self._spec(queue, job)]))[0]
+
+    async def push_bulk(self, queue: str, jobs: Sequence[JobInput]) -> list[str]:
+        specs = [self._spec(queue, job, f"jobs[{i}]: ") for i, job in enumerate(jobs)]
+        return await self.manager.push_specs(specs)
+
+    async def push_in(self, connection: Any, queue: str, jobs: Sequence[JobInput]) -> list[str]:
+        """Admit jobs inside the caller's open transaction on ``connection``."""
+        specs = [self._spec(queue, job, f"jobs[{i}]: ") for i, job in enumerate(jobs)]
+        return await admit_in(self.manager.ctx, executor_for_connection(connection), specs)
+
+    async def push_flow(self, flow: Mapping[str, Any]) -> dict[str, Any]:
+        return await self.manager.push_flow(flow)
+
+    # -- the worker loop --------------------------------------------------------
+
+    async def pull(
+        self, queue: str, count: int, *, owner: str, lock_ttl_ms: int, timeout_ms: int
+    ) -> list[Lease]:
+        claims = await self.manager.pull_batch(
+            queue, count, owner=owner, lock_ttl_ms=lock_ttl_ms, timeout_ms=timeout_ms
+        )
+        return [Lease(job_view(c.job), c.token, c.fence) for c in claims]
+
+    async def ack(self, items: Sequence[AckRequest]) -> list[bool]:
+        outcomes = await self.manager.ack_batch(
+            [AckItem(i.job_id, i.token, i.result) for i in items]
+        )
+        return [o.applied for o in outcomes]
+
+    async def complete_in(self, connection: Any, job_id: str, token: str, result: Any) -> None:
+        """Complete a job inside the caller's open transaction on ``connection``."""
+        await complete_in(
+            self.manager.ctx, executor_for_connection(connection), job_id, token, result
+        )
+
+    async def fail(self, item: FailRequest) -> bool:
+        [outcome] = await self.manager.fail_batch(
+            [FailItem(item.job_id, item.token, item.error, item.stacktrace, item.unrecoverable)]
+        )
+        return outcome.applied
+
+    async def extend(self, items: Sequence[tuple[str, str]], duration_ms: int) -> list[bool]:
+        return [o.applied for o in await self.manager.extend_leases(items, duration_ms)]
+
+    async def release(self, items: Sequence[tuple[str, str]]) -> None:
+        await self.manager.release(items)
+
+    async def update_progress(
+        self, job_id: str, token: str | None, progress: Any, message: str | None
+    ) -> None:
+        await self.manager.update_progress(job_id, progress, message, token)
+
+    async def add_log(self, job_id: str, message: str, level: str) -> None:
+        await self.manager.add_log(job_id, message, level)
+
+    async def register_worker(
+        self, worker_id: str, name: str, queues: Sequence[str], concurrency: int
+    ) -> None:
+        await self.manager.register_worker(worker_id, name, list(queues), concurrency)
+
+    async def worker_heartbeat(
+        self, worker_id: str, active: int, processed: int, failed: int
+    ) -> None:
+        await self.manager.worker_heartbeat(worker_id, active, processed, failed)
+
+    async def unregister_worker(self, worker_id: str) -> None:
+        await self.manager.unregister_worker(worker_id)
+
+    # -- queries -----------------------------------------------------------------
+
+    async def get_job(self, job_id: str) -> dict[str, Any] | None:
+        job = await self.manager.get_job(job_id)
+        return None if job is None else job_view(job, with_state=True)
+
+    async def get_state(self, job_id: str) -> str:
+        return await self.manager.get_state(job_id)
+
+    async def get_result(self, job_id: str) -> tuple[bool, Any]:
+        result = await self.manager.get_result(job_id)
+        return (False, None) if result is NO_RESULT else (True, result)
+
+    async def get_counts(self, queue: str) -> dict[str, int]:
+        counts = await self.manager.get_counts(queue)
+        body = counts.as_dict()
+        body["paused"] = int(counts.paused)
+        return body
+
+    async def get_jobs(
+        self, queue: str, states: Sequence[str] | None, offset: int, limit: int, asc: bool
+    ) -> list[dict[str, Any]]:
+        jobs = await self.manager.get_jobs(
+            queue, list(states) if states else None, offset, limit, asc
+        )
+        return [job_view(job, with_state=True) for job in jobs]
+
+    async def get_children_values(self, job_id: str) -> dict[str, Any]:
+        return await self.manager.get_children_values(job_id)
+
+    async def get_logs(self, job_id: str, start: int, end: int) -> list[dict[str, Any]]:
+        logs, _ = await self.manager.get_logs(job_id, start, end)
+        return logs
+
+    # -- control ---------------------------------------------------------------------
+
+    async def pause(self, queue: str) -> None:
+        await self.manager.pause(queue)
+
+    async def resume(self, queue: str) -> None:
+        await self.manager.resume(queue)
+
+    async def is_paused(self, queue: str) -> bool:
+        return await self.manager.is_paused(queue)
+
+    async def drain(self, queue: str, include_delayed: bool) -> int:
+        return await self.manager.drain(queue, include_delayed)
+
+    async def clean(self, queue: str, grace_ms: int, state: str, limit: int) -> list[str]:
+        _, ids = await self.manager.clean(queue, grace_ms, state, limit)
+        return ids
+
+    async def obliterate(self, queue: str, force: bool) -> None:
+        await self.manager.obliterate(queue, force)
+
+    async def remove(self, job_id: str) -> None:
+        await self.manager.remove(job_id)
+
+    async def promote(self, job_id: str) -> None:
+        await self.manager.promote(job_id)
+
+    async def retry_job(self, job_id: str) -> None:
+        await self.manager.retry_job(job_id, actor="sdk")
+
+    async def get_dlq(self, queue: str, limit: int, offset: int) -> list[dict[str, Any]]:
+        entries = await self.manager.list_dlq(queue, limit=limit, offset=offset)
+        return [entry.as_dict() for entry in entries]
+
+    async def retry_dlq(self, queue: str, job_id: str | None) -> int:
+        return await self.manager.redrive(queue, actor="sdk", job_id=job_id)
+
+    async def purge_dlq(self, queue: str) -> int:
+        return await self.manager.purge_dlq(queue, actor="sdk")
+
+    # -- events --------------------------------------------------------------------------
+
+    async def events(self, queue: str, after: str | None) -> AsyncIterator[TransportEvent]:
+        subscription = await self.manager.subscribe_events(queue, after=after)
+        try:
+            async for event in subscription:
+                yield TransportEvent(
+                    event_type=event.type,
+                    queue=event.queue,
+                    job_id=event.job_id or "",
+                    timestamp=event.timestamp,
+                    body=dict(event.payload),
+                    cursor=event.resume,
+                )
+        finally:
+            subscription.close()

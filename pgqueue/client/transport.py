@@ -1,0 +1,180 @@
+"""One API, two transports: what ``Queue``, ``Worker``, ``FlowProducer`` and
+``QueueEvents`` need from the queue, whatever carries it.
+
+:class:`~pgqueue.client.embedded.EmbeddedTransport` calls the engine in-process
+(a ``postgresql://`` connection string); the TCP transport speaks bunqueue's
+protocol to brokers (``pgqueue://host:6789,host2:6789?token=...``).  Both return
+the same plain values: job dicts in bunqueue's wire shape (camelCase, float
+millisecond timestamps), so user code sees one shape.
+
+Errors are the package's tree: :class:`~pgqueue.errors.ValidationError`,
+:class:`~pgqueue.errors.LeaseLost`, :class:`~pgqueue.errors.JobNotFound`, and for
+the TCP transport :class:`~pgqueue.errors.ConnectionLost` (retryable) and
+:class:`~pgqueue.errors.IndeterminateCommit` (a push whose outcome is unknown:
+re-push with the same custom id).
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+__all__ = [
+    "AckRequest",
+    "FailRequest",
+    "JobInput",
+    "Lease",
+    "Transport",
+    "TransportEvent",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class JobInput:
+    """One job to push: name, data and options in the SDK's snake_case names
+    (``attempts``, ``backoff``, ``delay``, ``priority``, ``job_id``, ...; the
+    engine's option names, see :data:`pgqueue.manager.options.JOB_OPTIONS`)."""
+
+    name: str
+    data: Any = None
+    opts: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class Lease:
+    """A pulled job: its wire dict plus the claim's token and fence."""
+
+    job: dict[str, Any]
+    token: str
+    fence: int
+
+
+@dataclass(frozen=True, slots=True)
+class AckRequest:
+    job_id: str
+    token: str
+    result: Any = None
+
+
+@dataclass(frozen=True, slots=True)
+class FailRequest:
+    job_id: str
+    token: str
+    error: str
+    stacktrace: Sequence[str] | None = None
+    unrecoverable: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class TransportEvent:
+    """One queue event: bunqueue's event body plus a resume cursor."""
+
+    event_type: str
+    queue: str
+    job_id: str
+    timestamp: float
+    body: dict[str, Any]
+    cursor: str
+
+
+class Transport(Protocol):
+    """The queue operations the SDK uses (see the module docstring)."""
+
+    async def start(self) -> None: ...
+
+    async def close(self) -> None: ...
+
+    # producing
+    async def push(self, queue: str, job: JobInput) -> str: ...
+
+    async def push_bulk(self, queue: str, jobs: Sequence[JobInput]) -> list[str]: ...
+
+    async def push_flow(self, flow: Mapping[str, Any]) -> dict[str, Any]:
+        """``{name, queue, data, opts, children: [...]}`` -> the same tree with ``id``s."""
+        ...
+
+    # the worker loop
+    async def pull(
+        self, queue: str, count: int, *, owner: str, lock_ttl_ms: int, timeout_ms: int
+    ) -> list[Lease]: ...
+
+    async def ack(self, items: Sequence[AckRequest]) -> list[bool]:
+        """Complete jobs; True per item that applied (False: its claim is stale)."""
+        ...
+
+    async def fail(self, item: FailRequest) -> bool: ...
+
+    async def extend(self, items: Sequence[tuple[str, str]], duration_ms: int) -> list[bool]: ...
+
+    async def release(self, items: Sequence[tuple[str, str]]) -> None:
+        """Give pulled jobs back to waiting (a worker closing before running them)."""
+        ...
+
+    async def update_progress(
+        self, job_id: str, token: str | None, progress: Any, message: str | None
+    ) -> None: ...
+
+    async def add_log(self, job_id: str, message: str, level: str) -> None: ...
+
+    async def register_worker(
+        self, worker_id: str, name: str, queues: Sequence[str], concurrency: int
+    ) -> None: ...
+
+    async def worker_heartbeat(
+        self, worker_id: str, active: int, processed: int, failed: int
+    ) -> None: ...
+
+    async def unregister_worker(self, worker_id: str) -> None: ...
+
+    # queries
+    async def get_job(self, job_id: str) -> dict[str, Any] | None: ...
+
+    async def get_state(self, job_id: str) -> str: ...
+
+    async def get_result(self, job_id: str) -> tuple[bool, Any]:
+        """(has a result, the result)."""
+        ...
+
+    async def get_counts(self, queue: str) -> dict[str, int]: ...
+
+    async def get_jobs(
+        self, queue: str, states: Sequence[str] | None, offset: int, limit: int, asc: bool
+    ) -> list[dict[str, Any]]: ...
+
+    async def get_children_values(self, job_id: str) -> dict[str, Any]: ...
+
+    async def get_logs(self, job_id: str, start: int, end: int) -> list[dict[str, Any]]: ...
+
+    # control
+    async def pause(self, queue: str) -> None: ...
+
+    async def resume(self, queue: str) -> None: ...
+
+    async def is_paused(self, queue: str) -> bool: ...
+
+    async def drain(self, queue: str, include_delayed: bool) -> int: ...
+
+    async def clean(self, queue: str, grace_ms: int, state: str, limit: int) -> list[str]: ...
+
+    async def obliterate(self, queue: str, force: bool) -> None: ...
+
+    async def remove(self, job_id: str) -> None: ...
+
+    async def promote(self, job_id: str) -> None: ...
+
+    async def retry_job(self, job_id: str) -> None:
+        """A dead-lettered (failed) job back to waiting."""
+        ...
+
+    async def get_dlq(self, queue: str, limit: int, offset: int) -> list[dict[str, Any]]: ...
+
+    async def retry_dlq(self, queue: str, job_id: str | None) -> int: ...
+
+    async def purge_dlq(self, queue: str) -> int: ...
+
+    # events
+    def events(self, queue: str, after: str | None) -> AsyncIterator[TransportEvent]:
+        """Events of ``queue`` from now on (or after a cursor), resuming across
+        reconnects without gaps or duplicates."""
+        ...
