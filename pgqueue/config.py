@@ -74,6 +74,12 @@ class Config:
     lock_timeout_ms: int = LOCK_TIMEOUT_MS_DEFAULT
     idle_in_transaction_timeout_ms: int = IDLE_IN_TX_TIMEOUT_MS_DEFAULT
     event_batch: int = EVENT_BATCH_DEFAULT
+    retention_interval_ms: int = 60_000
+    retention_completed_ms: int = 86_400_000
+    retention_failed_ms: int = 7 * 86_400_000
+    retention_events_ms: int = 86_400_000
+    retention_events_per_queue: int = 100_000
+    worker_stale_ms: int = 90_000
     run_maintenance: bool = True
     unsafe_durability: bool = False
     statement_cache_size: int = 256
@@ -110,6 +116,12 @@ class Config:
         _at_least("lock_timeout_ms", self.lock_timeout_ms, 0)
         _at_least("idle_in_transaction_timeout_ms", self.idle_in_transaction_timeout_ms, 0)
         _at_least("event_batch", self.event_batch, 1)
+        _at_least("retention_interval_ms", self.retention_interval_ms, 10)
+        _at_least("retention_completed_ms", self.retention_completed_ms, 0)
+        _at_least("retention_failed_ms", self.retention_failed_ms, 0)
+        _at_least("retention_events_ms", self.retention_events_ms, 1_000)
+        _at_least("retention_events_per_queue", self.retention_events_per_queue, 1)
+        _at_least("worker_stale_ms", self.worker_stale_ms, 1_000)
         _at_least("statement_cache_size", self.statement_cache_size, 0)
         return self
 

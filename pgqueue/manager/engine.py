@@ -35,6 +35,12 @@ from pgqueue.errors import (
 from pgqueue.maintenance.dlq_upkeep import DlqUpkeep, DlqUpkeepReport, dlq_upkeep_once
 from pgqueue.maintenance.leader import LeaderElector
 from pgqueue.maintenance.reaper import Reaper, ReapReport, reap_once
+from pgqueue.maintenance.retention import (
+    Retention,
+    RetentionReport,
+    retain_once,
+    trim_queue_events,
+)
 from pgqueue.manager import admission, claim, completion, flows, leases, reads
 from pgqueue.manager.base import ManagerBase
 from pgqueue.manager.completion import FailItem
@@ -73,6 +79,7 @@ class PostgresQueueManager(ControlOps, DlqOps, ManagerBase):
         self.reaper: Reaper | None = None
         self.outbox: OutboxReader | None = None
         self.dlq_upkeep: DlqUpkeep | None = None
+        self.retention: Retention | None = None
 
     # -- lifecycle ---------------------------------------------------------
 
@@ -121,9 +128,11 @@ class PostgresQueueManager(ControlOps, DlqOps, ManagerBase):
                 self.elector = LeaderElector(db, config, session)
                 self.reaper = Reaper(self._ctx, self.elector)
                 self.dlq_upkeep = DlqUpkeep(self._ctx, self.elector)
+                self.retention = Retention(self._ctx, self.elector)
                 await self.elector.start()
                 await self.reaper.start()
                 await self.dlq_upkeep.start()
+                await self.retention.start()
         except BaseException:
             await self._shutdown(release_leases=False)
             raise
@@ -148,6 +157,8 @@ class PostgresQueueManager(ControlOps, DlqOps, ManagerBase):
         if self.outbox is not None:
             await self.outbox.stop()
             self.outbox = None
+        if self.retention is not None:
+            await self.retention.stop()
         if self.dlq_upkeep is not None:
             await self.dlq_upkeep.stop()
         if self.reaper is not None:
@@ -366,6 +377,16 @@ class PostgresQueueManager(ControlOps, DlqOps, ManagerBase):
     async def reap(self) -> ReapReport:
         """Run one reaper sweep now (the leader does this on its own every interval)."""
         return await reap_once(self.ctx)
+
+    async def retention_pass(self) -> RetentionReport:
+        """Run one retention pass now (finished jobs, events, dead workers)."""
+        return await retain_once(self.ctx)
+
+    async def trim_events(self, queue: str, max_length: int) -> int:
+        """Keep only the newest ``max_length`` events of ``queue``."""
+        if isinstance(max_length, bool) or not isinstance(max_length, int) or max_length < 0:
+            raise ValidationError("maxLength must be a non-negative integer", field="maxLength")
+        return await trim_queue_events(self.ctx, validate_queue_name(queue), max_length)
 
     async def dlq_upkeep_pass(self) -> DlqUpkeepReport:
         """Run one DLQ upkeep pass now (auto-retry, max age, max entries)."""

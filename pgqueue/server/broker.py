@@ -23,14 +23,13 @@ from pgqueue.manager import PostgresQueueManager
 from pgqueue.manager.completion import FailItem
 from pgqueue.manager.models import AckItem, ItemOutcome
 from pgqueue.manager.options import JobSpec
+from pgqueue.manager.projection import Projection
 from pgqueue.server.groupcommit import Coalescer
+from pgqueue.server.metrics import BrokerMetrics
 from pgqueue.server.request import ClientState
 from pgqueue.server.settings import BrokerSettings
 from pgqueue.server.tcp import TcpServer
 from pgqueue.server.wire import event_to_wire
-
-if TYPE_CHECKING:
-    from pgqueue.server.metrics import BrokerMetrics
 
 __all__ = ["Broker"]
 
@@ -59,7 +58,8 @@ class Broker:
         self.fails: Coalescer[FailItem, ItemOutcome] = Coalescer(self.manager.fail_batch)
         self.tcp = TcpServer(self)
         self.http: Any = None
-        self.metrics: BrokerMetrics | None = None
+        self.metrics: BrokerMetrics = BrokerMetrics(self)
+        self.projection: Projection | None = None
         self.stopped = asyncio.Event()
 
     # -- auth ----------------------------------------------------------------
@@ -85,10 +85,20 @@ class Broker:
         return await self.pushes.submit(spec)
 
     async def ack(self, item: AckItem) -> ItemOutcome:
-        return await self.acks.submit(item)
+        outcome = await self.acks.submit(item)
+        self.count_stale([outcome])
+        return outcome
 
     async def fail(self, item: FailItem) -> ItemOutcome:
-        return await self.fails.submit(item)
+        outcome = await self.fails.submit(item)
+        self.count_stale([outcome])
+        return outcome
+
+    def count_stale(self, outcomes: list[ItemOutcome]) -> None:
+        """Count completions refused because their claim was stale (a metric)."""
+        stale = sum(1 for o in outcomes if o.reason == "lease-lost")
+        if stale:
+            self.metrics.stale_acks.inc(stale)
 
     # -- tokens handed out by this broker (for clients that ack without one) ----
 
@@ -149,14 +159,20 @@ class Broker:
     # -- metrics hook --------------------------------------------------------------
 
     def observe(self, command: str, seconds: float, ok: bool) -> None:
-        if self.metrics is not None:
-            self.metrics.observe_command(command, seconds, ok)
+        self.metrics.observe_command(command, seconds, ok)
 
     # -- lifecycle ------------------------------------------------------------------
 
     async def start(self) -> None:
         await self.manager.start()
         try:
+            self.projection = Projection(
+                self.manager,
+                max_entries=self.settings.projection_entries,
+                max_bytes=self.settings.projection_bytes,
+            )
+            self.projection.listeners.append(self.metrics.observe_event)
+            await self.projection.start()
             await self.tcp.start(self.settings.host, self.settings.tcp_port)
             if self.settings.enable_http:
                 from pgqueue.server.http.server import HttpServer
@@ -191,6 +207,9 @@ class Broker:
                 await coalescer.close()
         if self.http is not None:
             await self.http.stop()
+        if self.projection is not None:
+            await self.projection.stop()
+        self.metrics.up.set(0)
         await self.manager.close()
         self.stopped.set()
         log.info("broker stopped")

@@ -1,31 +1,232 @@
-"""Prometheus metrics of one broker (a registry of its own, exported on /metrics)."""
+"""Prometheus metrics of one broker (a registry of its own, exported on /metrics).
+
+Counters and histograms move as the broker serves commands and as outbox
+events arrive; gauges that need the database (queue counts, sessions, vacuum
+health, the xmin horizon) are read in :meth:`BrokerMetrics.refresh`, called by
+the /metrics handler and the ``Prometheus`` command before rendering, and
+cached for ``refresh_ms`` so that scrapes cannot overload PostgreSQL.
+"""
 
 from __future__ import annotations
 
-from prometheus_client import CollectorRegistry, Counter, Histogram
+import time
+from typing import TYPE_CHECKING, Any
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+
+from pgqueue.db.queries import Q
+from pgqueue.manager.outbox import Event
+
+if TYPE_CHECKING:
+    from pgqueue.server.broker import Broker
 
 __all__ = ["BrokerMetrics"]
 
+LATENCY_BUCKETS = (0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300)
+REFRESH_MS_DEFAULT = 2_000
+
 
 class BrokerMetrics:
-    """Per-command counts and latencies; more collectors register on ``registry``."""
+    """Every metric of the broker; see docs/metrics.md for the list."""
 
-    def __init__(self) -> None:
-        self.registry = CollectorRegistry(auto_describe=True)
+    def __init__(self, broker: Broker | None = None, *, refresh_ms: int = REFRESH_MS_DEFAULT):
+        self.broker = broker
+        self.refresh_ms = refresh_ms
+        self._refreshed_at = 0.0
+        r = self.registry = CollectorRegistry(auto_describe=True)
         self.commands = Counter(
             "pgqueue_commands_total",
             "Commands served, by name and outcome",
             ["command", "outcome"],
-            registry=self.registry,
+            registry=r,
         )
         self.command_seconds = Histogram(
             "pgqueue_command_duration_seconds",
             "Time to serve a command",
             ["command"],
-            registry=self.registry,
+            registry=r,
             buckets=(0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 5, 30),
         )
+        self.events = Counter(
+            "pgqueue_events_total",
+            "Outbox events of the namespace seen by this broker (pushed, completed, failed, "
+            "dlq, ...) since it started",
+            ["queue", "type"],
+            registry=r,
+        )
+        self.pushed = Counter(
+            "pgqueue_jobs_pushed_total", "Jobs admitted (namespace-wide)", ["queue"], registry=r
+        )
+        self.completed = Counter(
+            "pgqueue_jobs_completed_total", "Jobs completed", ["queue"], registry=r
+        )
+        self.failed = Counter(
+            "pgqueue_jobs_failed_total",
+            "Failed attempts (retried or terminal)",
+            ["queue"],
+            registry=r,
+        )
+        self.dead_lettered = Counter(
+            "pgqueue_jobs_dead_lettered_total",
+            "Jobs moved to the dead-letter queue",
+            ["queue"],
+            registry=r,
+        )
+        self.lease_expiries = Counter(
+            "pgqueue_lease_expiries_total",
+            "Leases that expired (stalls and timeouts)",
+            ["queue"],
+            registry=r,
+        )
+        self.stale_acks = Counter(
+            "pgqueue_stale_acks_rejected_total",
+            "Acks and failures refused because their claim was no longer current",
+            registry=r,
+        )
+        self.pickup = Histogram(
+            "pgqueue_pickup_latency_seconds",
+            "From due (run_at) to claimed, database clock",
+            ["queue"],
+            buckets=LATENCY_BUCKETS,
+            registry=r,
+        )
+        self.processing = Histogram(
+            "pgqueue_processing_seconds",
+            "From claim to completion, database clock",
+            ["queue"],
+            buckets=LATENCY_BUCKETS,
+            registry=r,
+        )
+        self.jobs = Gauge(
+            "pgqueue_jobs",
+            "Jobs by queue and state (cached counts)",
+            ["queue", "state"],
+            registry=r,
+        )
+        self.sessions = Gauge(
+            "pgqueue_broker_sessions", "Broker sessions of the namespace", ["status"], registry=r
+        )
+        self.leader = Gauge("pgqueue_leader", "1 when this broker runs the maintenance", registry=r)
+        self.projection_entries = Gauge(
+            "pgqueue_projection_entries", "Job summaries cached", registry=r
+        )
+        self.projection_bytes = Gauge(
+            "pgqueue_projection_bytes", "Estimated bytes of the cached summaries", registry=r
+        )
+        self.projection_hit_ratio = Gauge(
+            "pgqueue_projection_hit_ratio", "Cache hits / lookups since start", registry=r
+        )
+        self.projection_staleness = Gauge(
+            "pgqueue_projection_staleness_seconds",
+            "Age of the last applied event (how far behind the cache may be)",
+            registry=r,
+        )
+        self.outbox_lag = Gauge(
+            "pgqueue_outbox_lag_transactions",
+            "Transactions between the newest and the oldest running one (holds the "
+            "commit-safe cursor back)",
+            registry=r,
+        )
+        self.dead_tuples = Gauge(
+            "pgqueue_table_dead_tuples", "Dead tuples per table", ["table"], registry=r
+        )
+        self.live_tuples = Gauge(
+            "pgqueue_table_live_tuples", "Live tuples per table", ["table"], registry=r
+        )
+        self.xmin_age = Gauge(
+            "pgqueue_oldest_xmin_age_transactions",
+            "Age of the oldest transaction, snapshot, slot or prepared transaction",
+            registry=r,
+        )
+        self.xmin_holder = Gauge(
+            "pgqueue_xmin_holder_age_transactions",
+            "What holds the xmin horizon back (pid / slot / gid, with its query)",
+            ["kind", "holder", "application", "state", "query"],
+            registry=r,
+        )
+        self.up = Gauge("pgqueue_up", "1 while the broker serves", registry=r)
+        self.up.set(1)
+
+    # -- moved by the broker -----------------------------------------------------
 
     def observe_command(self, command: str, seconds: float, ok: bool) -> None:
         self.commands.labels(command, "ok" if ok else "error").inc()
         self.command_seconds.labels(command).observe(seconds)
+
+    def observe_pull(self, queue: str, jobs: list[dict[str, Any]]) -> None:
+        for job in jobs:
+            started, due = job.get("startedAt"), job.get("runAt")
+            if isinstance(started, float) and isinstance(due, float):
+                self.pickup.labels(queue).observe(max(0.0, (started - due) / 1000))
+
+    def observe_event(self, event: Event) -> None:
+        queue, payload = event.queue, event.payload
+        self.events.labels(queue, event.type).inc()
+        if event.type == "pushed":
+            self.pushed.labels(queue).inc()
+        elif event.type == "completed":
+            self.completed.labels(queue).inc()
+            duration = payload.get("duration")
+            if isinstance(duration, int | float):
+                self.processing.labels(queue).observe(duration / 1000)
+        elif event.type == "failed":
+            self.failed.labels(queue).inc()
+            if payload.get("reason") == "timeout":
+                self.lease_expiries.labels(queue).inc()
+        elif event.type == "dlq":
+            self.dead_lettered.labels(queue).inc()
+        elif event.type == "stalled":
+            self.lease_expiries.labels(queue).inc()
+
+    # -- read from the database at scrape time ----------------------------------------
+
+    async def refresh(self) -> None:
+        """Update the database-backed gauges (at most once per ``refresh_ms``)."""
+        broker = self.broker
+        now = time.monotonic()
+        if broker is None or now - self._refreshed_at < self.refresh_ms / 1000:
+            return
+        self._refreshed_at = now
+        manager = broker.manager
+        db = manager.db
+        if broker.projection is not None:
+            stats = broker.projection.stats
+            self.projection_entries.set(stats.entries)
+            self.projection_bytes.set(stats.bytes)
+            self.projection_hit_ratio.set(stats.hit_rate)
+            staleness = broker.projection.staleness_ms()
+            self.projection_staleness.set((staleness or 0) / 1000)
+            self.jobs.clear()
+            for queue, counts in (await broker.projection.all_counts()).items():
+                for state, n in counts.items():
+                    self.jobs.labels(queue, state).set(n)
+        elector = manager.elector
+        self.leader.set(1 if elector is not None and elector.is_leader.is_set() else 0)
+        sessions = await db.fetch(
+            Q.session_list, manager.namespace, manager.config.session_stale_ms
+        )
+        live = sum(1 for s in sessions if s["live"])
+        self.sessions.labels("live").set(live)
+        self.sessions.labels("stale").set(len(sessions) - live)
+        for row in await db.fetch(Q.table_health):
+            self.dead_tuples.labels(row["table_name"]).set(row["dead"])
+            self.live_tuples.labels(row["table_name"]).set(row["live"])
+        holders = await db.fetch(Q.xmin_holders, 5)
+        self.xmin_holder.clear()
+        oldest = 0
+        for row in holders:
+            age = int(row["xid_age"] or 0)
+            oldest = max(oldest, age)
+            self.xmin_holder.labels(
+                row["kind"],
+                row["holder"] or "",
+                row["application"] or "",
+                row["state"] or "",
+                (row["query"] or "")[:120],
+            ).set(age)
+        self.xmin_age.set(oldest)
+        self.outbox_lag.set(oldest)
+
+    def render(self) -> bytes:
+        """The Prometheus text exposition."""
+        return generate_latest(self.registry)

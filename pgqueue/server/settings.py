@@ -11,6 +11,7 @@ __all__ = ["AuthToken", "BrokerSettings"]
 
 TCP_PORT_DEFAULT = 6789
 HTTP_PORT_DEFAULT = 6790
+HTTP_BODY_BYTES_DEFAULT = 10 * 1024 * 1024
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,6 +45,11 @@ class BrokerSettings:
     max_write_buffer_bytes: int = 64 * 1024 * 1024
     drain_timeout_ms: int = 30_000
     enable_http: bool = True
+    projection_entries: int = 100_000
+    projection_bytes: int = 64 * 1024 * 1024
+    max_http_body_bytes: int = HTTP_BODY_BYTES_DEFAULT
+    sse_keepalive_ms: int = 15_000
+    readiness_timeout_ms: int = 2_000
 
     def validate(self) -> BrokerSettings:
         for name, port in (("tcp_port", self.tcp_port), ("http_port", self.http_port)):
@@ -55,6 +61,12 @@ class BrokerSettings:
             raise ConfigError("max_inflight_per_connection must be at least 1")
         if self.idle_partial_frame_ms < 0:
             raise ConfigError("idle_partial_frame_ms must be at least 0")
+        if self.max_http_body_bytes < 1024:
+            raise ConfigError("max_http_body_bytes must be at least 1024")
+        if self.sse_keepalive_ms < 100:
+            raise ConfigError("sse_keepalive_ms must be at least 100")
+        if self.readiness_timeout_ms < 50:
+            raise ConfigError("readiness_timeout_ms must be at least 50")
         names = [t.name for t in self.auth_tokens]
         if len(set(names)) != len(names):
             raise ConfigError("auth token names must be unique")

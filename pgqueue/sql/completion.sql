@@ -93,6 +93,8 @@ WITH input AS (
                     CASE WHEN pg_column_size(d.result) <= 16384
                          THEN jsonb_build_object('returnvalue', d.result)
                          ELSE jsonb_build_object('returnvalueTruncated', true) END
+                    || jsonb_build_object('duration', (extract(epoch FROM
+                           statement_timestamp() - d.started_at) * 1000)::bigint)
                 ELSE jsonb_build_object('failedReason', d.error_text, 'reason', d.failed_reason,
                                         'attemptsMade', d.new_attempts, 'terminal', true)
            END

@@ -104,3 +104,24 @@ SELECT f.namespace, f.id, f.queue, f.name, f.data, f.state, f.priority, f.lifo,
        f.stacktrace, f.opts, statement_timestamp()
 FROM pgqueue_finished f
 WHERE f.namespace = $1 AND f.id = ANY($2::text[]) AND NOT f.removed
+
+-- name: queue_counts_all
+-- Counts per queue and reported state for a whole namespace (the projection's
+-- cached counts), plus a 'paused' row of 1 for each paused queue.  $1 namespace.
+SELECT s.queue, s.state, count(*)::bigint AS n
+FROM (
+    SELECT j.queue,
+           CASE WHEN j.state = 'pending' AND j.run_at > statement_timestamp() THEN 'delayed'
+                WHEN j.state = 'pending' AND j.priority > 0 THEN 'prioritized'
+                WHEN j.state = 'pending' THEN 'waiting'
+                ELSE j.state END AS state
+    FROM pgqueue_jobs j
+    WHERE j.namespace = $1
+    UNION ALL
+    SELECT f.queue, f.state
+    FROM pgqueue_finished f
+    WHERE f.namespace = $1 AND NOT f.removed
+) AS s
+GROUP BY s.queue, s.state
+UNION ALL
+SELECT q.queue, 'paused', 1::bigint FROM pgqueue_queues q WHERE q.namespace = $1 AND q.paused

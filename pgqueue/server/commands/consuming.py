@@ -36,11 +36,17 @@ async def _pull(req: Request, count: int) -> list[ClaimedJob]:
     return jobs
 
 
+def _observe_pull(req: Request, wire_jobs: list[dict[str, Any]]) -> None:
+    if wire_jobs:
+        req.broker.metrics.observe_pull(wire_jobs[0]["queue"], wire_jobs)
+
+
 @command("PULL")
 async def pull(req: Request) -> dict[str, Any]:
     jobs = await _pull(req, 1)
     job = jobs[0] if jobs else None
     response: dict[str, Any] = {"job": job_to_wire(job.job) if job else None}
+    _observe_pull(req, [response["job"]] if job else [])
     if req.fields.has("owner"):
         response["token"] = job.token if job else None
     return response
@@ -51,6 +57,7 @@ async def pull_batch(req: Request) -> dict[str, Any]:
     count = req.fields.int_("count", minimum=1, maximum=MAX_PULL_COUNT)
     jobs = await _pull(req, count)
     response: dict[str, Any] = {"jobs": [job_to_wire(job.job) for job in jobs]}
+    _observe_pull(req, response["jobs"])
     if req.fields.has("owner"):
         response["tokens"] = [job.token for job in jobs]
     return response
@@ -127,6 +134,7 @@ async def ack_batch(req: Request) -> dict[str, Any] | None:
             AckItem(job_id, token, entry.opt_json_value("result"), entry.opt_bool("remove"))
         )
     outcomes = await req.manager.ack_batch(items) if items else []
+    req.broker.count_stale(outcomes)
     ignored = list(missing)
     positions = [i for i in range(len(ids)) if i not in set(missing)]
     for index, outcome in zip(positions, outcomes, strict=True):

@@ -1,0 +1,118 @@
+"""Retention: finished jobs, outbox events, logs and dead workers do not pile up.
+
+Runs on the leader every ``retention_interval_ms``, each step in batches of its
+own transaction (short locks, no long transaction holding the xmin horizon):
+
+* completed jobs (and completion proofs of removed ones) older than
+  ``retention_completed_ms``; failed jobs without a DLQ entry older than
+  ``retention_failed_ms`` (dead-lettered ones follow their queue's DLQ
+  ``maxAge``), with their logs;
+* outbox events older than ``retention_events_ms``, and beyond the newest
+  ``retention_events_per_queue`` of each queue;
+* workers not seen for ``worker_stale_ms``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass
+
+from pgqueue.db.queries import Q
+from pgqueue.errors import PgQueueError
+from pgqueue.maintenance.leader import LeaderElector
+from pgqueue.manager.context import EngineContext
+from pgqueue.service import Service
+
+__all__ = ["Retention", "RetentionReport", "retain_once", "trim_queue_events"]
+
+log = logging.getLogger("pgqueue.retention")
+
+BATCH = 5_000
+
+
+@dataclass(slots=True)
+class RetentionReport:
+    finished: int = 0
+    events: int = 0
+    workers: int = 0
+
+
+async def _prune_finished(ctx: EngineContext) -> int:
+    total = 0
+    while True:
+        done = int(
+            await ctx.db.fetchval(
+                Q.finished_prune,
+                ctx.namespace,
+                ctx.config.retention_completed_ms,
+                ctx.config.retention_failed_ms,
+                BATCH,
+            )
+            or 0
+        )
+        total += done
+        if done < BATCH:
+            return total
+
+
+async def trim_queue_events(ctx: EngineContext, queue: str, keep: int) -> int:
+    """Keep only the newest ``keep`` events of ``queue``; returns how many went."""
+    threshold = await ctx.db.fetchval(Q.event_queue_threshold, ctx.namespace, queue, keep)
+    if threshold is None:
+        return 0
+    removed = 0
+    while True:
+        rows = await ctx.db.fetch(
+            Q.event_trim_queue_returning, ctx.namespace, queue, int(threshold), BATCH
+        )
+        removed += len(rows)
+        if len(rows) < BATCH:
+            return removed
+
+
+async def retain_once(ctx: EngineContext) -> RetentionReport:
+    """One retention pass (see the module docstring)."""
+    config = ctx.config
+    report = RetentionReport()
+    report.finished = await _prune_finished(ctx)
+    while True:
+        rows = await ctx.db.fetch(
+            Q.event_prune_old_returning, ctx.namespace, config.retention_events_ms, BATCH
+        )
+        report.events += len(rows)
+        if len(rows) < BATCH:
+            break
+    for row in await ctx.db.fetch(Q.event_queues, ctx.namespace):
+        report.events += await trim_queue_events(
+            ctx, row["queue"], config.retention_events_per_queue
+        )
+    report.workers = len(
+        await ctx.db.fetch(Q.worker_prune_stale, ctx.namespace, config.worker_stale_ms)
+    )
+    return report
+
+
+class Retention(Service):
+    """Runs :func:`retain_once` every ``retention_interval_ms`` while this broker leads."""
+
+    name = "retention"
+
+    def __init__(self, ctx: EngineContext, elector: LeaderElector) -> None:
+        super().__init__()
+        self._ctx = ctx
+        self._elector = elector
+        self.last_report = RetentionReport()
+        self.passes = 0
+
+    async def run(self) -> None:
+        self.started.set()
+        interval = self._ctx.config.retention_interval_ms / 1000
+        while True:
+            await self._elector.is_leader.wait()
+            try:
+                self.last_report = await retain_once(self._ctx)
+                self.passes += 1
+            except PgQueueError as exc:
+                log.warning("retention pass failed: %s", exc)
+            await asyncio.sleep(interval)

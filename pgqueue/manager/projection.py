@@ -1,0 +1,271 @@
+"""The bounded local projection: a read cache of one broker, repaired from the outbox.
+
+Two parts, both bounded whatever the backlog:
+
+* **job summaries** — an LRU of ``(state, attempts, progress, timestamps)`` per
+  job, capped by entries and by bytes, applied from outbox events as they
+  arrive (fast path on NOTIFY, commit-safe polling as the truth).  Evicted
+  jobs are simply absent: a miss is answered from PostgreSQL by the caller.
+* **queue counts** — per-queue counts per state, read from PostgreSQL with one
+  grouped statement and cached; an event of a queue marks its counts stale,
+  and stale counts are re-read at most every ``counts_refresh_ms``.  Their
+  staleness is bounded by that interval plus the outbox poll interval, even
+  with LISTEN broken.
+
+Nothing here loads the backlog into memory: a queue of a million waiting jobs
+costs a handful of integers.  Reads that need read-your-writes go to
+PostgreSQL, not here.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import sys
+import time
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from pgqueue.db.queries import Q
+from pgqueue.errors import PgQueueError
+from pgqueue.manager.outbox import Event, Subscription
+from pgqueue.service import Service
+
+__all__ = ["JobSummary", "Projection", "ProjectionStats"]
+
+log = logging.getLogger("pgqueue.projection")
+
+ENTRIES_DEFAULT = 100_000
+BYTES_DEFAULT = 64 * 1024 * 1024
+COUNTS_REFRESH_MS_DEFAULT = 1_000
+_BASE_BYTES = 240  # slots object, its floats and its place in the LRU map
+
+_STATE_AFTER = {
+    "active": "active",
+    "completed": "completed",
+    "dlq": "failed",
+    "retried": "waiting",
+    "stalled": "waiting",
+    "delayed": "delayed",
+    "waiting": "waiting",
+    "redriven": "waiting",
+    "waiting-children": "waiting-children",
+}
+_QUEUE_RESETS = frozenset({"drained", "obliterated", "cleaned"})
+
+
+@dataclass(slots=True)
+class JobSummary:
+    """What the projection keeps of one job."""
+
+    id: str
+    queue: str
+    state: str
+    attempts: int = 0
+    progress: Any = None
+    created_at: float = 0.0
+    updated_at: float = 0.0
+    name: str | None = None
+
+    def size(self) -> int:
+        extra = 0 if self.progress is None else sys.getsizeof(self.progress)
+        return _BASE_BYTES + len(self.id) + len(self.queue) + len(self.name or "") + extra
+
+
+@dataclass(slots=True)
+class ProjectionStats:
+    """Exported figures (Prometheus and /readyz)."""
+
+    entries: int = 0
+    bytes: int = 0
+    hits: int = 0
+    misses: int = 0
+    evictions: int = 0
+    events_applied: int = 0
+    last_event_at: float | None = None
+    counts_refreshes: int = 0
+
+    @property
+    def hit_rate(self) -> float:
+        total = self.hits + self.misses
+        return self.hits / total if total else 0.0
+
+
+@dataclass(slots=True)
+class _QueueCounts:
+    counts: dict[str, int] = field(default_factory=dict)
+    read_at: float = 0.0
+    stale: bool = True
+
+
+class Projection(Service):
+    """Job summaries and queue counts of one namespace, fed by an outbox subscription."""
+
+    name = "projection"
+
+    def __init__(
+        self,
+        manager: Any,
+        *,
+        max_entries: int = ENTRIES_DEFAULT,
+        max_bytes: int = BYTES_DEFAULT,
+        counts_refresh_ms: int = COUNTS_REFRESH_MS_DEFAULT,
+    ) -> None:
+        super().__init__()
+        self._manager = manager
+        self.max_entries = max_entries
+        self.max_bytes = max_bytes
+        self.counts_refresh_ms = counts_refresh_ms
+        self._jobs: OrderedDict[str, JobSummary] = OrderedDict()
+        self._sizes: dict[str, int] = {}
+        self._counts: dict[str, _QueueCounts] = {}
+        self._counts_lock = asyncio.Lock()
+        self.stats = ProjectionStats()
+        self._subscription: Subscription | None = None
+        self.applied = asyncio.Event()
+        self.listeners: list[Callable[[Event], None]] = []
+
+    # -- reads ------------------------------------------------------------------
+
+    def get(self, job_id: str) -> JobSummary | None:
+        """The cached summary of a job, or None (then ask PostgreSQL)."""
+        summary = self._jobs.get(job_id)
+        if summary is None:
+            self.stats.misses += 1
+            return None
+        self.stats.hits += 1
+        self._jobs.move_to_end(job_id)
+        return summary
+
+    def recent(self, queue: str, limit: int = 50) -> list[JobSummary]:
+        """The most recently touched jobs of a queue (dashboard lists)."""
+        out: list[JobSummary] = []
+        for summary in reversed(self._jobs.values()):
+            if summary.queue == queue:
+                out.append(summary)
+                if len(out) >= limit:
+                    break
+        return out
+
+    async def counts(self, queue: str) -> dict[str, int]:
+        """Per-state counts of ``queue``, at most ``counts_refresh_ms`` old once stale."""
+        entry = self._counts.get(queue)
+        now = time.monotonic()
+        if entry is None or (entry.stale and now - entry.read_at >= self.counts_refresh_ms / 1000):
+            await self._refresh_counts()
+            entry = self._counts.get(queue)
+        return dict(entry.counts) if entry else {}
+
+    async def all_counts(self) -> dict[str, dict[str, int]]:
+        """Counts of every queue of the namespace (one grouped statement when stale)."""
+        now = time.monotonic()
+        if not self._counts or any(
+            e.stale and now - e.read_at >= self.counts_refresh_ms / 1000
+            for e in self._counts.values()
+        ):
+            await self._refresh_counts()
+        return {queue: dict(entry.counts) for queue, entry in self._counts.items()}
+
+    async def _refresh_counts(self) -> None:
+        async with self._counts_lock:
+            rows = await self._manager.db.fetch(Q.queue_counts_all, self._manager.namespace)
+            fresh: dict[str, dict[str, int]] = {}
+            for row in rows:
+                fresh.setdefault(row["queue"], {})[row["state"]] = int(row["n"])
+            now = time.monotonic()
+            for queue in set(fresh) | set(self._counts):
+                self._counts[queue] = _QueueCounts(fresh.get(queue, {}), now, False)
+            self.stats.counts_refreshes += 1
+
+    # -- applying events ------------------------------------------------------------
+
+    def apply(self, event: Event) -> None:
+        """Apply one outbox event to the summaries and mark its queue's counts stale."""
+        self.stats.events_applied += 1
+        self.stats.last_event_at = event.timestamp
+        counts = self._counts.get(event.queue)
+        if counts is not None:
+            counts.stale = True
+        else:
+            self._counts[event.queue] = _QueueCounts()
+        if event.job_id is None:
+            if event.type in _QUEUE_RESETS:
+                for job_id in [j for j, s in self._jobs.items() if s.queue == event.queue]:
+                    self._drop(job_id)
+            return
+        if event.type == "removed":
+            self._drop(event.job_id)
+            return
+        summary = self._jobs.get(event.job_id)
+        payload = event.payload
+        if summary is None:
+            summary = JobSummary(event.job_id, event.queue, "waiting", created_at=event.timestamp)
+        if event.type == "pushed":
+            summary.state = str(payload.get("state") or "waiting")
+            summary.name = payload.get("name")
+            summary.created_at = event.timestamp
+        elif event.type == "failed":
+            summary.attempts = int(payload.get("attemptsMade") or summary.attempts + 1)
+            if payload.get("terminal"):
+                summary.state = "failed"
+            else:
+                summary.state = "delayed" if payload.get("delay") else "waiting"
+        elif event.type == "progress":
+            summary.progress = payload.get("progress")
+        elif event.type == "active":
+            summary.state = "active"
+            summary.attempts = max(summary.attempts, int(payload.get("attempt", 1)) - 1)
+        elif event.type in _STATE_AFTER:
+            summary.state = _STATE_AFTER[event.type]
+        summary.updated_at = event.timestamp
+        self._store(summary)
+
+    def _store(self, summary: JobSummary) -> None:
+        size = summary.size()
+        old = self._sizes.get(summary.id)
+        if old is not None:
+            self.stats.bytes -= old
+        self._jobs[summary.id] = summary
+        self._jobs.move_to_end(summary.id)
+        self._sizes[summary.id] = size
+        self.stats.bytes += size
+        while len(self._jobs) > self.max_entries or self.stats.bytes > self.max_bytes:
+            victim, _ = self._jobs.popitem(last=False)
+            self.stats.bytes -= self._sizes.pop(victim, 0)
+            self.stats.evictions += 1
+        self.stats.entries = len(self._jobs)
+
+    def _drop(self, job_id: str) -> None:
+        if self._jobs.pop(job_id, None) is not None:
+            self.stats.bytes -= self._sizes.pop(job_id, 0)
+            self.stats.entries = len(self._jobs)
+
+    def staleness_ms(self) -> float | None:
+        """Milliseconds since the last applied event was written (None before any)."""
+        if self.stats.last_event_at is None:
+            return None
+        return max(0.0, time.time() * 1000 - self.stats.last_event_at)
+
+    # -- the feed ---------------------------------------------------------------------
+
+    async def run(self) -> None:
+        self._subscription = await self._manager.subscribe_events(None, maxsize=50_000)
+        self.started.set()
+        try:
+            while True:
+                try:
+                    event = await self._subscription.get()
+                except PgQueueError as exc:
+                    log.warning("projection feed failed: %s; resubscribing", exc)
+                    self._subscription = await self._manager.subscribe_events(None)
+                    continue
+                self.apply(event)
+                for listener in self.listeners:
+                    listener(event)
+                self.applied.set()
+        finally:
+            with contextlib.suppress(Exception):
+                self._subscription.close()

@@ -1,0 +1,106 @@
+"""The bounded projection: bounded memory, repaired from the outbox, stale within bounds."""
+
+from __future__ import annotations
+
+import asyncio
+
+from pgqueue.manager import PostgresQueueManager
+from pgqueue.manager.projection import Projection
+from pgqueue.testing import eventually
+from tests.conftest import start_manager
+from tests.helpers import sql
+
+
+async def test_summaries_follow_a_jobs_life(manager: PostgresQueueManager) -> None:
+    projection = Projection(manager)
+    await projection.start()
+    try:
+        job_id = await manager.push("q", "n", 1)
+        await eventually(lambda: projection.get(job_id) is not None)
+        summary = projection.get(job_id)
+        assert summary is not None and summary.state == "waiting" and summary.name == "n"
+        [claim] = await manager.pull_batch("q", 1)
+        await manager.update_progress(job_id, 40, "almost", claim.token)
+        await manager.ack(job_id, claim.token, "r")
+
+        def completed() -> bool:
+            s = projection.get(job_id)
+            return s is not None and s.state == "completed"
+
+        await eventually(completed)
+        assert projection.get(job_id).progress == 40  # type: ignore[union-attr]
+        assert projection.stats.hit_rate > 0
+    finally:
+        await projection.stop()
+
+
+async def test_the_projection_stays_within_its_cap_whatever_the_backlog(
+    manager: PostgresQueueManager,
+) -> None:
+    projection = Projection(manager, max_entries=1_000, max_bytes=200_000)
+    await projection.start()
+    try:
+        total = 200_000
+        for lo in range(0, total, 20_000):
+            await manager.push_bulk("big", [{"name": "n", "data": i} for i in range(20_000)])
+        await eventually(lambda: projection.stats.events_applied >= total, timeout=120)
+        assert projection.stats.entries <= 1_000
+        assert projection.stats.bytes <= 200_000
+        assert projection.stats.evictions >= total - 1_000
+        counts = await projection.counts("big")
+        assert counts["waiting"] == total, "counts come from PostgreSQL, not the cache"
+    finally:
+        await projection.stop()
+
+
+async def test_counts_are_marked_stale_by_events_and_refreshed(
+    manager: PostgresQueueManager,
+) -> None:
+    projection = Projection(manager, counts_refresh_ms=10)
+    await projection.start()
+    try:
+        await manager.push("c", "n", 1)
+        assert (await projection.counts("c")).get("waiting") == 1
+        await manager.push("c", "n", 2)
+
+        async def two() -> bool:
+            return (await projection.counts("c")).get("waiting") == 2
+
+        await eventually(two)
+    finally:
+        await projection.stop()
+
+
+async def test_staleness_stays_bounded_with_the_listen_connection_killed(
+    db_dsn: str, namespace: str
+) -> None:
+    async with start_manager(db_dsn, namespace, broker_id="p", poll_interval_ms=200) as m:
+        projection = Projection(m)
+        await projection.start()
+        try:
+            await m.notifier.connected.wait()
+
+            # Kill the LISTEN connection each time it comes back: polling alone must keep up.
+            async def kill_listeners() -> None:
+                while True:
+                    seen = m.notifier.reconnects
+                    await sql(
+                        db_dsn,
+                        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                        "WHERE datname = current_database() AND query LIKE 'LISTEN%'",
+                    )
+                    await eventually(lambda seen=seen: m.notifier.reconnects > seen, timeout=30)
+                    await m.notifier.connected.wait()
+
+            killer = asyncio.create_task(kill_listeners())
+            try:
+                job_id = await m.push("s", "n", 1)
+                loop = asyncio.get_running_loop()
+                started = loop.time()
+                await eventually(lambda: projection.get(job_id) is not None, timeout=5)
+                assert loop.time() - started < 2.0, "within a few poll intervals"
+            finally:
+                killer.cancel()
+                await asyncio.gather(killer, return_exceptions=True)
+        finally:
+            await projection.stop()
