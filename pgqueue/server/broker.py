@@ -15,7 +15,7 @@ import hmac
 import logging
 import time
 from collections import OrderedDict
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pgqueue.config import Config
 from pgqueue.errors import PgQueueError

@@ -41,7 +41,7 @@ async def test_the_projection_stays_within_its_cap_whatever_the_backlog(
     await projection.start()
     try:
         total = 200_000
-        for lo in range(0, total, 20_000):
+        for _ in range(0, total, 20_000):
             await manager.push_bulk("big", [{"name": "n", "data": i} for i in range(20_000)])
         await eventually(lambda: projection.stats.events_applied >= total, timeout=120)
         assert projection.stats.entries <= 1_000
