@@ -87,9 +87,12 @@ class _AsyncpgListener:
         try:
             with translating(write_sent=False):
                 await asyncio.wait_for(self._conn.fetchval("SELECT 1"), timeout=5)
-        except Exception:
+        except Exception as exc:
             self._queue.put_nowait(None)
-            raise
+            if isinstance(exc, DatabaseUnavailable):
+                raise
+            # e.g. asyncpg's InternalClientError when the server killed the connection
+            raise DatabaseUnavailable(f"the LISTEN connection failed: {exc!r}") from exc
 
 
 class AsyncpgDatabase:
@@ -127,8 +130,9 @@ class AsyncpgDatabase:
             try:
                 yield ConnectionExecutor(conn)
             except BaseException:
-                if not conn.is_closed():
-                    with contextlib.suppress(Exception):
+                # A dead connection is detached from its pool proxy: is_closed() raises.
+                with contextlib.suppress(Exception):
+                    if not conn.is_closed():
                         await tx.rollback()
                 raise
             with translating(write_sent=True):

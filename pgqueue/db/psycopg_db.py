@@ -183,6 +183,11 @@ async def connect_psycopg(
     async def configure(conn: psycopg.AsyncConnection[Any]) -> None:
         _configure_adapters(conn)
 
+    try:  # fail at once when the server refuses, as connect_asyncpg does
+        probe = await psycopg.AsyncConnection.connect(dsn, connect_timeout=15)
+    except (psycopg.Error, OSError) as exc:
+        raise DatabaseUnavailable(f"cannot connect to PostgreSQL: {exc}") from exc
+    await probe.close()
     pool: AsyncConnectionPool[Any] = AsyncConnectionPool(
         dsn,
         min_size=min_size,
@@ -198,7 +203,9 @@ async def connect_psycopg(
     )
     try:
         await pool.open(wait=True, timeout=15)
-    except PoolTimeout as exc:
+    except BaseException as exc:  # a timeout, or the caller cancelled: never leak the pool
         await pool.close()
-        raise DatabaseUnavailable(f"cannot connect to PostgreSQL: {exc}") from exc
+        if isinstance(exc, PoolTimeout):
+            raise DatabaseUnavailable(f"cannot connect to PostgreSQL: {exc}") from exc
+        raise
     return PsycopgDatabase(dsn, pool, settings)

@@ -8,6 +8,7 @@ older than it needs, or newer than it knows, and says what to run.
 from __future__ import annotations
 
 import asyncio
+import threading
 from importlib import resources
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
@@ -29,9 +30,13 @@ __all__ = [
 ]
 
 VERSION_TABLE = "pgqueue_alembic_version"
-KNOWN_REVISIONS = ("0001", "0002")
+KNOWN_REVISIONS = ("0001", "0002", "0003")
 SCHEMA_VERSION = KNOWN_REVISIONS[-1]
 MIGRATION_LOCK_KEY = 0x7067_7175_6575_6501  # "pgqueue" + 1
+
+# alembic's ``context`` and ``op`` are process-global proxies: one run at a time
+# per process.  (Across processes, migrations/env.py's advisory lock serialises.)
+_ALEMBIC_LOCK = threading.Lock()
 
 
 def migrations_dir() -> Path:
@@ -61,10 +66,11 @@ def migrate(dsn: str, revision: str = "head") -> None:
     config = AlembicConfig()
     config.set_main_option("script_location", str(migrations_dir()))
     config.attributes["dsn"] = dsn
-    if revision.startswith("-") or (revision != "head" and _is_older(revision)):
-        command.downgrade(config, revision)
-    else:
-        command.upgrade(config, revision)
+    with _ALEMBIC_LOCK:
+        if _is_downgrade(dsn, revision):
+            command.downgrade(config, revision)
+        else:
+            command.upgrade(config, revision)
 
 
 async def migrate_async(dsn: str, revision: str = "head") -> None:
@@ -72,8 +78,27 @@ async def migrate_async(dsn: str, revision: str = "head") -> None:
     await asyncio.to_thread(migrate, dsn, revision)
 
 
-def _is_older(revision: str) -> bool:
-    return revision == "base" or (revision in KNOWN_REVISIONS and revision < SCHEMA_VERSION)
+def _is_downgrade(dsn: str, revision: str) -> bool:
+    """Whether reaching ``revision`` goes down from the database's current revision."""
+    if revision == "base" or revision.startswith("-"):
+        return True
+    if revision not in KNOWN_REVISIONS:
+        return False
+    current = _current_revision(dsn)
+    return current in KNOWN_REVISIONS and KNOWN_REVISIONS.index(revision) < KNOWN_REVISIONS.index(
+        current
+    )
+
+
+def _current_revision(dsn: str) -> str | None:
+    import psycopg
+
+    with psycopg.connect(dsn) as conn:
+        exists = conn.execute(Q.schema_version_table_exists.psycopg_sql).fetchone()
+        if not exists or not exists[0]:
+            return None
+        row = conn.execute(Q.schema_version_get.psycopg_sql).fetchone()
+        return str(row[0]) if row else None
 
 
 async def check_schema(db: Executor) -> str:

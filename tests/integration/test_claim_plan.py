@@ -1,0 +1,165 @@
+"""The claim's plan: it reads the partial claim index in claim order and locks
+only the rows it returns (no sort of the whole backlog), with custom and with
+generic plans (asyncpg's prepared statements go generic after five runs).
+
+The backlog is ~20k pending jobs in four queues and four priorities, some
+delayed and some LIFO, admitted through the manager; a few hundred are
+claimed so that the lease index has rows too.  Then ANALYZE, then EXPLAIN.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from typing import Any
+
+import asyncpg
+import pytest
+
+from pgqueue.config import Config
+from pgqueue.db.queries import Q, Query
+from pgqueue.manager import PostgresQueueManager
+from tests.conftest import MANAGER_DEFAULTS
+
+NAMESPACE = "plan"
+QUEUES = ("emails", "sms", "reports", "thumbs")
+PER_QUEUE = 5_000
+CLAIMED = 300
+
+Plan = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Backlog:
+    """What the seeding left behind: where, and the session that claimed."""
+
+    dsn: str
+    broker_id: str
+    session_id: str
+
+
+async def _seed(dsn: str) -> Backlog:
+    settings = {**MANAGER_DEFAULTS, "pool_max_size": 4}
+    manager = PostgresQueueManager(
+        Config(dsn=dsn, namespace=NAMESPACE, broker_id="plan-broker", **settings)
+    )
+    await manager.start()
+    try:
+        for queue in QUEUES:
+            for chunk in range(PER_QUEUE // 1000):
+                await manager.push_bulk(
+                    queue,
+                    [
+                        {
+                            "name": "job",
+                            "data": {"n": chunk * 1000 + i},
+                            "priority": (i % 4) * 5,
+                            **({"delay": 3_600_000} if i % 10 == 0 else {}),
+                            **({"lifo": True} if i % 7 == 0 else {}),
+                        }
+                        for i in range(1000)
+                    ],
+                )
+        assert len(await manager.pull_batch("emails", CLAIMED)) == CLAIMED
+        backlog = Backlog(dsn, manager.broker_id, str(manager.session.session_id))
+    finally:
+        await manager.close(release_leases=False)  # keep the claimed jobs active
+    conn = await asyncpg.connect(dsn)
+    try:
+        await conn.execute("ANALYZE pgqueue_jobs")
+        await conn.execute("ANALYZE pgqueue_brokers")
+        await conn.execute("ANALYZE pgqueue_queues")
+    finally:
+        await conn.close()
+    return backlog
+
+
+@pytest.fixture(scope="module")
+def backlog(db_dsn: str) -> Backlog:
+    return asyncio.run(_seed(db_dsn))
+
+
+@asynccontextmanager
+async def connection(dsn: str, plan_cache_mode: str = "auto") -> AsyncIterator[asyncpg.Connection]:
+    conn = await asyncpg.connect(dsn, server_settings={"plan_cache_mode": plan_cache_mode})
+    try:
+        yield conn
+    finally:
+        await conn.close()
+
+
+async def explain(conn: asyncpg.Connection, query: Query, *args: Any) -> Plan:
+    text = await conn.fetchval("EXPLAIN (FORMAT JSON) " + query.sql, *args)
+    plan: Plan = json.loads(text)[0]["Plan"]
+    return plan
+
+
+def claim_args(backlog: Backlog) -> tuple[Any, ...]:
+    return (NAMESPACE, "emails", 100, "worker-1", backlog.broker_id, backlog.session_id, 30_000)
+
+
+def walk(node: Plan) -> Iterator[Plan]:
+    yield node
+    for child in node.get("Plans", []):
+        yield from walk(child)
+
+
+def scans_of_jobs(node: Plan) -> list[str]:
+    """How each scan under ``node`` reads pgqueue_jobs: ``"Index Scan pgqueue_jobs_x"``."""
+    return [
+        f"{n['Node Type']} {n.get('Index Name', '')}".strip()
+        for n in walk(node)
+        if n.get("Relation Name") == "pgqueue_jobs" and n["Node Type"].endswith("Scan")
+    ]
+
+
+def claim_plan_problems(plan: Plan) -> list[str]:
+    """Why a plan of ``job_claim_batch`` is not the canonical one (empty: it is)."""
+    problems = []
+    lock_rows = [n for n in walk(plan) if n["Node Type"] == "LockRows"]
+    if len(lock_rows) != 1:
+        return [f"expected one LockRows node, found {len(lock_rows)}"]
+    [locking] = lock_rows
+    reads = scans_of_jobs(locking)
+    if reads != ["Index Scan pgqueue_jobs_claim_idx"]:
+        problems.append(f"the locking subplan reads pgqueue_jobs by {reads}")
+    sorts = [n["Node Type"] for n in walk(locking) if "Sort" in n["Node Type"]]
+    if sorts:
+        problems.append(f"the rows are sorted before they are locked ({sorts})")
+    full = [scan for scan in scans_of_jobs(plan) if not scan.startswith("Index")]
+    if full:
+        problems.append(f"pgqueue_jobs is scanned without an index: {full}")
+    return problems
+
+
+@pytest.mark.parametrize("plan_cache_mode", ["force_custom_plan", "force_generic_plan"])
+async def test_the_claim_reads_the_claim_index_in_order_and_locks_under_the_limit(
+    backlog: Backlog, plan_cache_mode: str
+) -> None:
+    async with connection(backlog.dsn, plan_cache_mode) as conn:
+        plan = await explain(conn, Q.job_claim_batch, *claim_args(backlog))
+    assert claim_plan_problems(plan) == [], json.dumps(plan, indent=1)
+    [limit] = [n for n in walk(plan) if n["Node Type"] == "Limit"]
+    assert limit["Plans"][-1]["Node Type"] == "LockRows", "LIMIT sits directly above the lock"
+
+
+async def test_the_plan_check_rejects_a_claim_without_its_index(backlog: Backlog) -> None:
+    async with connection(backlog.dsn) as conn:
+        tx = conn.transaction()
+        await tx.start()
+        try:
+            await conn.execute("DROP INDEX pgqueue_jobs_claim_idx")
+            plan = await explain(conn, Q.job_claim_batch, *claim_args(backlog))
+        finally:
+            await tx.rollback()
+    assert claim_plan_problems(plan) != []
+
+
+async def test_the_lease_expiry_scan_uses_the_lease_index(backlog: Backlog) -> None:
+    async with connection(backlog.dsn) as conn:
+        plan = await explain(conn, Q.job_lock_expired_leases, NAMESPACE, 500)
+    assert scans_of_jobs(plan) == ["Index Scan pgqueue_jobs_lease_idx"], json.dumps(plan, indent=1)
+    assert any(n["Node Type"] == "LockRows" for n in walk(plan))
