@@ -223,6 +223,51 @@ CREATE TABLE public.pgqueue_queues (
     created_at timestamp with time zone DEFAULT statement_timestamp() NOT NULL
 );
 
+CREATE TABLE public.pgqueue_webhook_cursor (
+    namespace text COLLATE "C" NOT NULL,
+    xid bigint NOT NULL,
+    event_id bigint NOT NULL,
+    updated_at timestamp with time zone DEFAULT statement_timestamp() NOT NULL
+);
+
+CREATE TABLE public.pgqueue_webhook_deliveries (
+    namespace text COLLATE "C" NOT NULL,
+    id text COLLATE "C" NOT NULL,
+    webhook_id text COLLATE "C" NOT NULL,
+    event_id bigint NOT NULL,
+    event text NOT NULL,
+    queue text COLLATE "C" NOT NULL,
+    job_id text COLLATE "C",
+    event_at timestamp with time zone NOT NULL,
+    body text NOT NULL,
+    status text DEFAULT 'pending'::text NOT NULL,
+    attempts integer DEFAULT 0 NOT NULL,
+    max_attempts integer NOT NULL,
+    next_attempt_at timestamp with time zone DEFAULT statement_timestamp() NOT NULL,
+    lease_token uuid,
+    last_status_code integer,
+    last_error text,
+    created_at timestamp with time zone DEFAULT statement_timestamp() NOT NULL,
+    last_attempt_at timestamp with time zone,
+    delivered_at timestamp with time zone
+) WITH (autovacuum_vacuum_insert_scale_factor=0.05, autovacuum_vacuum_scale_factor=0.02);
+
+CREATE TABLE public.pgqueue_webhooks (
+    namespace text COLLATE "C" NOT NULL,
+    id text COLLATE "C" NOT NULL,
+    url text NOT NULL,
+    events text[] NOT NULL,
+    queue text COLLATE "C",
+    secret text,
+    enabled boolean DEFAULT true NOT NULL,
+    created_at timestamp with time zone DEFAULT statement_timestamp() NOT NULL,
+    created_snapshot pg_snapshot DEFAULT pg_current_snapshot() NOT NULL,
+    updated_at timestamp with time zone DEFAULT statement_timestamp() NOT NULL,
+    last_triggered_at timestamp with time zone,
+    success_count bigint DEFAULT 0 NOT NULL,
+    failure_count bigint DEFAULT 0 NOT NULL
+);
+
 CREATE TABLE public.pgqueue_workers (
     namespace text COLLATE "C" NOT NULL,
     worker_id text COLLATE "C" NOT NULL,
@@ -317,8 +362,34 @@ ALTER TABLE ONLY public.pgqueue_leaders
 ALTER TABLE ONLY public.pgqueue_queues
     ADD CONSTRAINT pgqueue_queues_pkey PRIMARY KEY (namespace, queue);
 
+ALTER TABLE ONLY public.pgqueue_webhook_cursor
+    ADD CONSTRAINT pgqueue_webhook_cursor_pkey PRIMARY KEY (namespace);
+
+ALTER TABLE ONLY public.pgqueue_webhook_deliveries
+    ADD CONSTRAINT pgqueue_webhook_deliveries_attempts_check CHECK (((attempts >= 0) AND (max_attempts >= 1)));
+
+ALTER TABLE ONLY public.pgqueue_webhook_deliveries
+    ADD CONSTRAINT pgqueue_webhook_deliveries_event_key UNIQUE (namespace, webhook_id, event_id);
+
+ALTER TABLE ONLY public.pgqueue_webhook_deliveries
+    ADD CONSTRAINT pgqueue_webhook_deliveries_pkey PRIMARY KEY (namespace, id);
+
+ALTER TABLE ONLY public.pgqueue_webhook_deliveries
+    ADD CONSTRAINT pgqueue_webhook_deliveries_status_check CHECK ((status = ANY (ARRAY['pending'::text, 'delivering'::text, 'delivered'::text, 'failed'::text])));
+
+ALTER TABLE ONLY public.pgqueue_webhooks
+    ADD CONSTRAINT pgqueue_webhooks_events_check CHECK ((cardinality(events) > 0));
+
+ALTER TABLE ONLY public.pgqueue_webhooks
+    ADD CONSTRAINT pgqueue_webhooks_pkey PRIMARY KEY (namespace, id);
+
 ALTER TABLE ONLY public.pgqueue_workers
     ADD CONSTRAINT pgqueue_workers_pkey PRIMARY KEY (namespace, worker_id);
+
+-- Foreign keys
+
+ALTER TABLE ONLY public.pgqueue_webhook_deliveries
+    ADD CONSTRAINT pgqueue_webhook_deliveries_webhook_fkey FOREIGN KEY (namespace, webhook_id) REFERENCES public.pgqueue_webhooks(namespace, id) ON DELETE CASCADE;
 
 -- Indexes
 
@@ -353,3 +424,7 @@ CREATE INDEX pgqueue_jobs_listing_idx ON public.pgqueue_jobs USING btree (namesp
 CREATE INDEX pgqueue_jobs_parent_idx ON public.pgqueue_jobs USING btree (namespace, parent_id) WHERE (parent_id IS NOT NULL);
 
 CREATE UNIQUE INDEX pgqueue_jobs_unique_key_idx ON public.pgqueue_jobs USING btree (namespace, queue, unique_key) WHERE (unique_key IS NOT NULL);
+
+CREATE INDEX pgqueue_webhook_deliveries_due_idx ON public.pgqueue_webhook_deliveries USING btree (namespace, next_attempt_at, id) WHERE (status = ANY (ARRAY['pending'::text, 'delivering'::text]));
+
+CREATE INDEX pgqueue_webhook_deliveries_finished_idx ON public.pgqueue_webhook_deliveries USING btree (namespace, created_at) WHERE (status = ANY (ARRAY['delivered'::text, 'failed'::text]));

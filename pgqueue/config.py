@@ -52,7 +52,9 @@ class Config:
     sessions; ``reaper_interval_ms`` is how often the leader looks for
     expired leases; ``poll_interval_ms`` bounds how long a long-poll or the
     outbox reader waits without a NOTIFY; ``poll_only`` turns LISTEN off
-    (PgBouncer in transaction mode).
+    (PgBouncer in transaction mode).  ``webhook_allow_private`` lets webhooks
+    reach private, loopback and link-local addresses (the SSRF guard refuses
+    them by default; see docs/webhooks.md).
     """
 
     dsn: str
@@ -81,6 +83,7 @@ class Config:
     retention_events_per_queue: int = 100_000
     worker_stale_ms: int = 90_000
     run_maintenance: bool = True
+    webhook_allow_private: bool = False
     unsafe_durability: bool = False
     statement_cache_size: int = 256
     server_settings: dict[str, str] = field(default_factory=dict)

@@ -16,11 +16,11 @@ import signal
 import sys
 from pathlib import Path
 
-from pgqueue.cli.common import add_dsn_argument
-from pgqueue.config import Config
+from pgqueue.cli.common import add_dsn_argument, engine_settings
+from pgqueue.config import HEARTBEAT_INTERVAL_MS_DEFAULT, Config
 from pgqueue.db.schema import migrate
 from pgqueue.embedded import EmbeddedPostgres, default_data_dir
-from pgqueue.server.settings import AuthToken, BrokerSettings
+from pgqueue.server.settings import HTTP_BODY_BYTES_DEFAULT, AuthToken, BrokerSettings
 
 __all__ = ["register"]
 
@@ -53,7 +53,32 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser.add_argument("--poll-only", action="store_true", help="no LISTEN (PgBouncer)")
     parser.add_argument("--pool-size", type=int, default=_env_int("PGQUEUE_POOL_SIZE", 10))
     parser.add_argument("--max-frame-bytes", type=int, default=64 * 1024 * 1024)
+    parser.add_argument(
+        "--max-http-body-bytes",
+        type=int,
+        default=_env_int("PGQUEUE_MAX_HTTP_BODY_BYTES", HTTP_BODY_BYTES_DEFAULT),
+        help="largest HTTP request body accepted (413 above it)",
+    )
+    parser.add_argument(
+        "--sse-keepalive-ms",
+        type=int,
+        default=_env_int("PGQUEUE_SSE_KEEPALIVE_MS", 15_000),
+        help="keep-alive comment interval of the HTTP event streams",
+    )
+    parser.add_argument(
+        "--session-heartbeat-ms",
+        type=int,
+        default=_env_int("PGQUEUE_SESSION_HEARTBEAT_MS", HEARTBEAT_INTERVAL_MS_DEFAULT),
+        help="how often the broker renews (and checks) its session row",
+    )
     parser.add_argument("--migrate", action="store_true", help="migrate the schema first")
+    parser.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="any engine setting (docs/configuration.md), e.g. retention_events_ms=3600000",
+    )
     parser.add_argument(
         "--data-dir",
         default=None,
@@ -94,8 +119,10 @@ def run(args: argparse.Namespace) -> int:
         poll_interval_ms=args.poll_interval_ms,
         poll_only=args.poll_only,
         pool_max_size=args.pool_size,
+        session_heartbeat_ms=args.session_heartbeat_ms,
         unsafe_durability=args.unsafe_durability,
-    )
+        **engine_settings(args.set),
+    ).validate()
     settings = BrokerSettings(
         host=args.host,
         tcp_port=args.tcp_port,
@@ -103,6 +130,8 @@ def run(args: argparse.Namespace) -> int:
         auth_tokens=_tokens(args),
         max_frame_bytes=args.max_frame_bytes,
         enable_http=not args.no_http,
+        max_http_body_bytes=args.max_http_body_bytes,
+        sse_keepalive_ms=args.sse_keepalive_ms,
     )
     try:
         _install_uvloop()

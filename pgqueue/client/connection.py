@@ -2,10 +2,12 @@
 
 Requests are pipelined: many may be in flight at once; each waits for the
 answer with its ``reqId``.  Frames without a ``reqId`` are server-pushed
-events (``{type: "event"}``) and go to :attr:`events`.  When the connection
-breaks, every request in flight fails with :class:`ConnectionLost` — for a
-write that means its outcome is unknown, so callers retry writes only with a
-custom id.
+events (``{type: "event"}``) and go to :attr:`events` (:meth:`next_event`);
+an answer that comes after its request gave up (timeout) is dropped.  When
+the connection breaks, every request in flight fails with
+:class:`ConnectionLost` — for a write that means its outcome is unknown, so
+callers retry writes only with a custom id.  A request refused because the
+connection was already closed was never sent.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from pgqueue.errors import (
     PgQueueError,
     ProtocolError,
     RemoteError,
+    ValidationError,
 )
 from pgqueue.protocol import FrameReader, encode_frame, pack, unpack
 
@@ -49,20 +52,42 @@ class Connection:
 
     @classmethod
     async def open(
-        cls, host: str, port: int, *, token: str | None = None, timeout: float = 10.0
+        cls,
+        host: str,
+        port: int,
+        *,
+        token: str | None = None,
+        timeout: float = 10.0,
+        probe: bool = False,
     ) -> Connection:
-        """Connect (and authenticate when ``token`` is given)."""
+        """Connect (and authenticate when ``token`` is given).
+
+        ``probe``: also wait for a ``Ping`` answer when there is no token to send,
+        so that a broker that accepts connections but does not serve them (stopped,
+        overloaded) fails here, within ``timeout``, rather than on the first request.
+        """
         try:
-            reader, writer = await asyncio.wait_for(asyncio.open_connection(host, port), timeout)
+            async with asyncio.timeout(timeout):  # (wait_for can lose a cancellation)
+                reader, writer = await asyncio.open_connection(host, port)
         except (OSError, TimeoutError) as exc:
             raise ConnectionLost(f"cannot connect to {host}:{port}: {exc}") from exc
         connection = cls(reader, writer, f"{host}:{port}")
-        if token is not None:
-            try:
+        try:
+            if token is not None:
                 await connection.call("Auth", {"token": token}, timeout=timeout)
-            except RemoteError as exc:
-                await connection.close()
-                raise AuthError(exc.message) from exc
+            elif probe:
+                await connection.call("Ping", timeout=timeout)
+        except RemoteError as exc:
+            await connection.close()
+            if token is None:  # the Ping was refused: "Not authenticated"
+                raise AuthError(f"{exc.message}: this broker wants a token") from exc
+            raise AuthError(exc.message) from exc
+        except CommandTimeout as exc:
+            await connection.close()
+            raise ConnectionLost(f"broker {host}:{port} accepted but did not answer") from exc
+        except BaseException:
+            await connection.close()
+            raise
         return connection
 
     @property
@@ -85,11 +110,16 @@ class Connection:
         if self.closed.is_set():
             raise ConnectionLost(f"connection to {self.address} is closed")
         req_id = str(next(self._ids) & 0x7FFFFFFF)
+        try:
+            frame = encode_frame(pack({**message, "reqId": req_id}))
+        except (TypeError, ValueError, OverflowError) as exc:
+            raise ValidationError(f"{message.get('cmd')}: a value cannot be sent: {exc}") from exc
         future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
         self._waiting[req_id] = future
         try:
-            self._writer.write(encode_frame(pack({**message, "reqId": req_id})))
-            return await asyncio.wait_for(asyncio.shield(future), timeout)
+            self._writer.write(frame)
+            async with asyncio.timeout(timeout):
+                return await future
         except TimeoutError as exc:
             raise CommandTimeout(
                 f"{message.get('cmd')} got no answer from {self.address} in {timeout}s"
@@ -114,7 +144,7 @@ class Connection:
                     break
                 for body in frames.feed(data):
                     self._deliver(unpack(body))
-        except (ConnectionError, ProtocolError, PgQueueError) as exc:
+        except (OSError, ProtocolError, PgQueueError) as exc:
             self.failure = exc
         except asyncio.CancelledError:
             raise
@@ -123,11 +153,32 @@ class Connection:
 
     def _deliver(self, message: dict[str, Any]) -> None:
         req_id = message.get("reqId")
-        future = self._waiting.get(req_id) if isinstance(req_id, str) else None
+        if not isinstance(req_id, str):
+            self.events.put_nowait(message)
+            return
+        future = self._waiting.get(req_id)
         if future is not None and not future.done():
             future.set_result(message)
         else:
-            self.events.put_nowait(message)
+            log.debug("%s: dropped a late answer (reqId %s)", self.address, req_id)
+
+    async def next_event(self) -> dict[str, Any] | None:
+        """The next frame without a reqId (events); None once the connection closed
+        and every frame received before was read."""
+        while self.events.empty():
+            if self.closed.is_set():
+                return None
+            getter = asyncio.ensure_future(self.events.get())
+            closer = asyncio.ensure_future(self.closed.wait())
+            try:
+                await asyncio.wait({getter, closer}, return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                closer.cancel()
+                if not getter.done():
+                    getter.cancel()
+            if getter.done() and not getter.cancelled():
+                return getter.result()
+        return self.events.get_nowait()
 
     def _fail_all(self) -> None:
         self.closed.set()
@@ -137,11 +188,16 @@ class Connection:
                     ConnectionLost(f"connection to {self.address} lost before the answer")
                 )
 
+    def abort(self) -> None:
+        """Drop the connection at once (a broker that stopped answering)."""
+        transport = self._writer.transport
+        if not transport.is_closing():
+            transport.abort()
+
     async def close(self) -> None:
         self._writer.close()
         with contextlib.suppress(Exception):
             await self._writer.wait_closed()
         self._pump.cancel()
-        with contextlib.suppress(asyncio.CancelledError, Exception):
-            await self._pump
+        await asyncio.wait([self._pump])  # its end, not its outcome; a cancel of ours passes
         self._fail_all()

@@ -80,6 +80,8 @@ async def pull_batch(
     deadline = loop.time() + timeout_ms / 1000
     poll = ctx.config.poll_interval_ms / 1000
     while True:
+        if ctx.notifier.draining:
+            return []
         with ctx.notifier.waiter(queue) as woken:
             jobs = await claim_once(ctx, queue, count, owner, lock_ttl_ms)
             remaining = deadline - loop.time()

@@ -41,6 +41,7 @@ from pgqueue.maintenance.retention import (
     retain_once,
     trim_queue_events,
 )
+from pgqueue.maintenance.webhook_delivery import WebhookDelivery
 from pgqueue.manager import admission, claim, completion, flows, leases, reads
 from pgqueue.manager.base import ManagerBase
 from pgqueue.manager.completion import FailItem
@@ -52,6 +53,7 @@ from pgqueue.manager.notifier import Notifier
 from pgqueue.manager.options import JobSpec, build_job_spec, validate_queue_name
 from pgqueue.manager.outbox import OutboxReader, ResumeToken, Subscription
 from pgqueue.manager.sessions import BrokerSession
+from pgqueue.manager.webhooks import WebhookOps
 
 __all__ = ["PostgresQueueManager"]
 
@@ -68,7 +70,7 @@ def _raise_for(outcome: ItemOutcome) -> None:
     raise LeaseLost(outcome.job_id)
 
 
-class PostgresQueueManager(ControlOps, DlqOps, ManagerBase):
+class PostgresQueueManager(ControlOps, DlqOps, WebhookOps, ManagerBase):
     """The queue engine on PostgreSQL (see the module docstring)."""
 
     def __init__(self, config: Config, db: Database | None = None) -> None:
@@ -80,6 +82,7 @@ class PostgresQueueManager(ControlOps, DlqOps, ManagerBase):
         self.outbox: OutboxReader | None = None
         self.dlq_upkeep: DlqUpkeep | None = None
         self.retention: Retention | None = None
+        self.webhook_delivery: WebhookDelivery | None = None
 
     # -- lifecycle ---------------------------------------------------------
 
@@ -129,10 +132,12 @@ class PostgresQueueManager(ControlOps, DlqOps, ManagerBase):
                 self.reaper = Reaper(self._ctx, self.elector)
                 self.dlq_upkeep = DlqUpkeep(self._ctx, self.elector)
                 self.retention = Retention(self._ctx, self.elector)
+                self.webhook_delivery = WebhookDelivery(self._ctx, self.elector)
                 await self.elector.start()
                 await self.reaper.start()
                 await self.dlq_upkeep.start()
                 await self.retention.start()
+                await self.webhook_delivery.start()
         except BaseException:
             await self._shutdown(release_leases=False)
             raise
@@ -157,6 +162,8 @@ class PostgresQueueManager(ControlOps, DlqOps, ManagerBase):
         if self.outbox is not None:
             await self.outbox.stop()
             self.outbox = None
+        if self.webhook_delivery is not None:
+            await self.webhook_delivery.stop()
         if self.retention is not None:
             await self.retention.stop()
         if self.dlq_upkeep is not None:

@@ -53,6 +53,7 @@ class Notifier(Service):
         self._event_hooks: list[EventHint] = []
         self._resync_hooks: list[ResyncHook] = []
         self.connected = asyncio.Event()
+        self.draining = False
         self.notifications = 0
         self.reconnects = 0
 
@@ -76,6 +77,11 @@ class Notifier(Service):
                 self._waiters.pop(queue, None)
             if not future.done():
                 future.cancel()
+
+    def begin_drain(self) -> None:
+        """The broker drains: long polls stop waiting and claim nothing more."""
+        self.draining = True
+        self.wake(None)
 
     def waiter_count(self, queue: str) -> int:
         """How many claims wait on ``queue`` right now."""

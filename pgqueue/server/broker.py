@@ -196,6 +196,7 @@ class Broker:
         if self.stopped.is_set():
             return
         self.draining = True
+        self.manager.notifier.begin_drain()
         await self.tcp.stop_accepting()
         if self.http is not None:
             await self.http.stop_accepting()

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from pgqueue.errors import (
@@ -51,12 +52,24 @@ def _client_message(exc: PgQueueError) -> str:
     return exc.message
 
 
-async def dispatch(broker: Broker, client: ClientState, msg: dict[str, Any]) -> dict[str, Any]:
-    """The response map for one request map."""
+async def dispatch(
+    broker: Broker,
+    client: ClientState,
+    msg: dict[str, Any],
+    *,
+    on_error: Callable[[Exception], None] | None = None,
+) -> dict[str, Any]:
+    """The response map for one request map.
+
+    ``on_error`` sees the exception behind an ``{ok: false}`` answer (the HTTP
+    API turns its type into a status code); the answer itself is unchanged.
+    """
     req_id = request_id(msg)
     try:
         name = command_name(msg)
     except ProtocolError as exc:
+        if on_error is not None:
+            on_error(exc)
         return error_response(exc.message, req_id)
     if broker.auth_required and not client.authenticated and name != "Auth":
         return error_response("Not authenticated", req_id)
@@ -73,9 +86,13 @@ async def dispatch(broker: Broker, client: ClientState, msg: dict[str, Any]) -> 
     except PgQueueError as exc:
         if isinstance(exc, StorageError) and not isinstance(exc, IndeterminateCommit):
             log.warning("%s failed: %s", name, exc)
+        if on_error is not None:
+            on_error(exc)
         return error_response(_client_message(exc), req_id)
-    except Exception:
+    except Exception as exc:
         log.exception("%s failed unexpectedly", name)
+        if on_error is not None:
+            on_error(exc)
         return error_response("Internal server error", req_id)
     finally:
         broker.observe(name, time.perf_counter() - started, ok)

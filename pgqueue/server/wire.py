@@ -10,11 +10,12 @@ milliseconds, unset values are omitted (``undefined`` to a JS client).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import Any
 
-from pgqueue.manager.models import Job
 from pgqueue.manager.outbox import Event
+from pgqueue.manager.views import job_view as job_to_wire
 from pgqueue.protocol import Fields
 
 __all__ = [
@@ -149,8 +150,10 @@ def job_options_from_wire(fields: Fields, *, custom_id_key: str) -> dict[str, An
     tags = fields.opt_str_list("tags", max_items=100, max_len=256)
     if tags:
         opts["tags"] = tags
-    for flag_name, engine in (("removeOnComplete", "remove_on_complete"),
-                              ("removeOnFail", "remove_on_fail")):
+    for flag_name, engine in (
+        ("removeOnComplete", "remove_on_complete"),
+        ("removeOnFail", "remove_on_fail"),
+    ):
         flag = _removal_flag(fields, flag_name)
         if flag is not None:
             opts[engine] = flag
@@ -159,9 +162,7 @@ def job_options_from_wire(fields: Fields, *, custom_id_key: str) -> dict[str, An
     return opts
 
 
-def job_input_from_wire(
-    fields: Fields, *, custom_id_key: str
-) -> tuple[str, Any, dict[str, Any]]:
+def job_input_from_wire(fields: Fields, *, custom_id_key: str) -> tuple[str, Any, dict[str, Any]]:
     """(name, data, engine options) of one job input.
 
     bunqueue's legacy envelope: with no top-level ``name``, a string ``name``
@@ -188,84 +189,37 @@ def job_input_from_wire(
     return name, data, opts
 
 
-def _ms(value: float | None) -> float | None:
-    return None if value is None else float(value)
-
-
-def job_to_wire(job: Job, *, with_state: bool = False) -> dict[str, Any]:
-    """The bunqueue Job object for ``job`` (plus state/returnvalue/failedReason)."""
-    options = job.options
-    children = options.get("children_ids") or []
-    wire: dict[str, Any] = {
-        "id": job.id,
-        "queue": job.queue,
-        "name": job.name,
-        "data": job.data,
-        "createdAt": job.created_at,
-        "runAt": job.run_at if job.finished_at is None else job.created_at,
-        "startedAt": _ms(job.started_at),
-        "completedAt": _ms(job.finished_at),
-        "attempts": job.attempts,
-        "backoff": job.backoff["delay"],
-        "backoffConfig": dict(job.backoff),
-        "dependsOn": list(options.get("depends_on") or []),
-        "childrenIds": list(children),
-        "childrenCompleted": max(0, len(children) - job.pending_dependencies),
-        "tags": list(options.get("tags") or []),
-        "progress": job.progress if job.progress is not None else 0,
-        "progressMessage": job.progress_message,
-        "stacktrace": job.stacktrace,
-        "repeat": None,
-        "durable": False,
-        "lastHeartbeat": _ms(job.lease_until),
-        "stallCount": job.stall_count,
-        "priority": job.priority,
-        "lifo": job.lifo,
-        "maxAttempts": job.max_attempts,
-        "removeOnComplete": job.remove_on_complete,
-        "removeOnFail": job.remove_on_fail,
-        "ttl": job.ttl_ms,
-        "timeout": job.timeout_ms,
-        "uniqueKey": job.unique_key,
-        "customId": job.custom_id,
-        "parentId": job.parent_id,
-        "groupId": job.group_id,
-        "stallTimeout": None,
-        "stackTraceLimit": options.get("stack_trace_limit", 10),
-        "keepLogs": options.get("keep_logs"),
-        "sizeLimit": None,
-        "failParentOnFailure": bool(options.get("fail_parent_on_failure")),
-        "removeDependencyOnFailure": bool(options.get("remove_dependency_on_failure")),
-        "continueParentOnFailure": bool(options.get("continue_parent_on_failure")),
-        "ignoreDependencyOnFailure": bool(options.get("ignore_dependency_on_failure")),
-        "timeline": [],
-    }
-    if with_state:
-        wire["state"] = job.state
-        if job.state == "completed":
-            wire["returnvalue"] = job.result
-        if job.failed_reason is not None or job.state == "failed":
-            wire["failedReason"] = job.error or job.failed_reason
-    return wire
-
-
-_EVENT_TYPES = {"active": "pulled", "dlq": "failed"}
+# Engine event type -> bunqueue eventType (QueueEvents: pushed→waiting, pulled→active,
+# retried→retried).  A redrive out of the DLQ is bunqueue's "retried" (prev "failed").
+_EVENT_TYPES = {"active": "pulled", "redriven": "retried"}
+# Not forwarded: "dlq" repeats the terminal "failed" of the same job; "dlq_audit"
+# describes an operation (no job id).
+_SKIPPED = frozenset({"dlq", "dlq_audit"})
+_PREV_DEFAULTS = {"redriven": "failed"}
 
 
 def event_to_wire(event: Event) -> dict[str, Any] | None:
     """The ``{type: "event", event}`` frame bunqueue clients expect, or None to skip.
 
-    Every event carries a string ``eventType``, ``queue`` and ``jobId`` and a
-    number ``timestamp`` (the TS client reconnects on anything else).
+    Every frame carries a string ``eventType``, ``queue`` and ``jobId`` and a
+    finite number ``timestamp`` (the TS client rejects everything in flight and
+    reconnects on anything else).  Queue-level events (``paused``, ``resumed``,
+    ``drained``, ``cleaned``, ``obliterated``) have ``jobId: ""``, as bunqueue
+    sends them.  Types beyond bunqueue's (``waiting``, which bunqueue also sends,
+    ``updated``, ``priority``, ``cleaned``, ``obliterated``) pass through; the
+    official clients ignore types they do not know.
     """
-    if event.type in ("dlq", "dlq_audit"):
+    if event.type in _SKIPPED:
         return None
     payload = event.payload
+    timestamp = float(event.timestamp)
+    if not math.isfinite(timestamp):  # pragma: no cover - the database clock is finite
+        return None
     body: dict[str, Any] = {
         "eventType": _EVENT_TYPES.get(event.type, event.type),
         "queue": event.queue,
-        "jobId": event.job_id or f"__queue__:{event.queue}",
-        "timestamp": event.timestamp,
+        "jobId": event.job_id or "",
+        "timestamp": timestamp,
         "eventId": event.resume,
     }
     if event.type == "completed":
@@ -274,16 +228,20 @@ def event_to_wire(event: Event) -> dict[str, Any] | None:
         body["error"] = payload.get("failedReason") or "Job failed"
         body["terminal"] = bool(payload.get("terminal"))
         body["attemptsMade"] = payload.get("attemptsMade")
+        if "data" in payload:  # the job's data, when the engine records it
+            body["data"] = payload["data"]
     elif event.type == "progress":
         body["progress"] = payload.get("progress")
         body["data"] = payload.get("data") or {"progress": payload.get("progress")}
-    elif event.type in ("retried", "removed", "waiting"):
-        if "prev" in payload:
-            body["prev"] = payload["prev"]
-    elif event.type == "delayed" or (event.type == "pushed" and payload.get("delay")):
-        body["delay"] = payload.get("delay")
+    elif event.type in ("retried", "redriven", "removed", "waiting"):
+        prev = payload.get("prev", _PREV_DEFAULTS.get(event.type))
+        if isinstance(prev, str):
+            body["prev"] = prev
+    if event.type in ("delayed", "failed") or (event.type == "pushed" and payload.get("delay")):
+        delay = payload.get("delay")
+        if isinstance(delay, int | float) and not isinstance(delay, bool):
+            body["delay"] = delay
     for key in ("count", "reason", "stallCount"):
         if key in payload and key not in body:
             body[key] = payload[key]
     return {"type": "event", "event": {k: v for k, v in body.items() if v is not None}}
-

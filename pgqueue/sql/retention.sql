@@ -27,11 +27,16 @@ WITH doomed AS (
 SELECT count(*)::int FROM gone
 
 -- name: event_prune_old_returning
--- Delete outbox events older than $2 ms, oldest first, at most $3.  $1 namespace.
+-- Delete outbox events older than $2 ms, oldest first, at most $3, but never
+-- one that enabled webhooks have not fanned out yet.  $1 namespace.
 WITH doomed AS (
     SELECT e.id FROM pgqueue_events e
     WHERE e.namespace = $1
       AND e.created_at < statement_timestamp() - $2::bigint * interval '1 millisecond'
+      AND NOT EXISTS (SELECT 1 FROM pgqueue_webhook_cursor c
+                      WHERE c.namespace = $1 AND (e.xid, e.id) > (c.xid, c.event_id)
+                        AND EXISTS (SELECT 1 FROM pgqueue_webhooks w
+                                    WHERE w.namespace = $1 AND w.enabled))
     ORDER BY e.id
     LIMIT $3
 )
@@ -52,6 +57,10 @@ LIMIT 1
 WITH doomed AS (
     SELECT e.id FROM pgqueue_events e
     WHERE e.namespace = $1 AND e.queue = $2 AND e.id <= $3::bigint
+      AND NOT EXISTS (SELECT 1 FROM pgqueue_webhook_cursor c
+                      WHERE c.namespace = $1 AND (e.xid, e.id) > (c.xid, c.event_id)
+                        AND EXISTS (SELECT 1 FROM pgqueue_webhooks w
+                                    WHERE w.namespace = $1 AND w.enabled))
     ORDER BY e.id
     LIMIT $4
 )

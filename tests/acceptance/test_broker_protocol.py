@@ -253,3 +253,22 @@ async def test_kill_9_leaves_nothing_stuck_beyond_the_lease(
     await eventually(reclaimed, timeout=40, interval=0.2)
     await worker.close()
     await other.close()
+
+
+async def test_a_long_poll_in_flight_ends_at_once_when_the_broker_drains(
+    brokers: BrokerFactory,
+) -> None:
+    broker = brokers.start("poller", http=False)
+    worker = await connect(broker)
+    waiting = asyncio.create_task(
+        worker.call("PULL", {"queue": "idle", "owner": "w", "timeout": 60000})
+    )
+    assert (await worker.call("Ping"))["data"]["pong"] is True  # the PULL is being served
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    code = await asyncio.to_thread(broker.terminate)
+    assert code == 0
+    assert loop.time() - started < 15, "the drain did not wait for the 60 s long poll"
+    answer = await waiting
+    assert answer["job"] is None
+    await worker.close()

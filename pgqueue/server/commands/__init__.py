@@ -2,6 +2,28 @@
 
 from __future__ import annotations
 
-from pgqueue.server.commands import consuming, producing, queries, session
+from pgqueue.server.commands import (
+    consuming,
+    control,
+    dlq,
+    jobs_info,
+    monitoring,
+    producing,
+    queries,
+    session,
+    webhooks,
+    workers,
+)
 
-__all__ = ["consuming", "producing", "queries", "session"]
+__all__ = [
+    "consuming",
+    "control",
+    "dlq",
+    "jobs_info",
+    "monitoring",
+    "producing",
+    "queries",
+    "session",
+    "webhooks",
+    "workers",
+]

@@ -1,0 +1,482 @@
+"""Webhook delivery on the leader: outbox -> deliveries -> POSTs, at least once.
+
+1. **Fan-out.**  Read the outbox after the namespace's webhook cursor, in
+   commit-safe order (the cursor of :mod:`pgqueue.manager.outbox`, durable in
+   ``pgqueue_webhook_cursor``), one batch per transaction: lock the cursor,
+   read the batch, insert one delivery per (matching enabled webhook, event)
+   and move the cursor past the batch, then commit.  A crash before the
+   commit loses nothing (the next leader reads the batch again), and the
+   unique (webhook, event) key means nothing is ever queued twice.  A long
+   transaction anywhere holds the commit-safe horizon back, so a fast path
+   also queues the committed events beyond the cursor at once; the cursor
+   passes them later (the unique key keeps them single).
+2. **Delivery.**  Claim due deliveries with ``FOR UPDATE SKIP LOCKED``; each
+   claim counts an attempt and takes a lease on the database clock.  POST
+   outside any transaction (:mod:`~pgqueue.maintenance.webhook_sender`), then
+   record the outcome as a compare-and-set on the claim's lease token:
+   delivered, a retry after ``base * 2^(attempt-1)`` (capped), or failed once
+   ``max_attempts`` are spent (or at once when the address is refused).
+   Every attempt of a delivery sends the same body and the same
+   ``X-Webhook-Delivery`` id, so receivers de-duplicate on it.  A leader that
+   dies mid-POST leaves its rows claimed; they are due again when their lease
+   ends, and the next leader retries them (at least once, never lost).
+3. **Upkeep.**  Deliveries whose last attempt was interrupted with no attempt
+   left become failed; finished deliveries older than the retention are pruned.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+from pgqueue.db.executor import Executor, Row
+from pgqueue.db.queries import Q
+from pgqueue.db.retry import in_transaction
+from pgqueue.errors import ConfigError, PgQueueError
+from pgqueue.ids import uuid7
+from pgqueue.maintenance.leader import LeaderElector
+from pgqueue.maintenance.ssrf import AddressGuard
+from pgqueue.maintenance.webhook_sender import Attempt, AttemptResult, WebhookSender
+from pgqueue.manager.context import EngineContext
+from pgqueue.manager.webhook_policy import backoff_ms, build_body, outbox_types_and_events
+from pgqueue.manager.webhooks import allow_private_of
+from pgqueue.service import Service
+
+__all__ = [
+    "Ahead",
+    "Claim",
+    "DeliveryReport",
+    "DeliverySettings",
+    "WebhookDelivery",
+    "claim_due",
+    "decide",
+    "deliver_once",
+    "fan_out_once",
+    "record_results",
+    "upkeep_once",
+]
+
+log = logging.getLogger("pgqueue.webhooks")
+
+DAY_MS = 86_400_000
+MAX_AHEAD_BATCHES = 4
+IDLE_CURSOR_MOVE_S = 10.0
+UPKEEP_EVERY_S = 60.0
+MIN_PASS_GAP_S = 0.02
+
+
+@dataclass(frozen=True, slots=True)
+class DeliverySettings:
+    """How the leader delivers.  ``lease_ms`` must outlast ``timeout_ms``."""
+
+    timeout_ms: int = 10_000
+    max_attempts: int = 10
+    retry_base_ms: int = 1_000
+    retry_max_ms: int = 600_000
+    lease_ms: int = 30_000
+    retention_ms: int = 7 * DAY_MS
+    fanout_batch: int = 500
+    max_in_flight: int = 32
+    interval_ms: int | None = None  # None: the manager's poll_interval_ms
+
+    def __post_init__(self) -> None:
+        for name in ("timeout_ms", "max_attempts", "retry_base_ms", "fanout_batch"):
+            if getattr(self, name) < 1:
+                raise ConfigError(f"{name} must be at least 1")
+        if self.max_in_flight < 1:
+            raise ConfigError("max_in_flight must be at least 1")
+        if self.retry_max_ms < self.retry_base_ms:
+            raise ConfigError("retry_max_ms must be at least retry_base_ms")
+        if self.lease_ms <= self.timeout_ms:
+            raise ConfigError("lease_ms must be longer than timeout_ms")
+        if self.interval_ms is not None and self.interval_ms < 5:
+            raise ConfigError("interval_ms must be at least 5")
+
+
+@dataclass(frozen=True, slots=True)
+class Claim:
+    """One claimed delivery attempt."""
+
+    id: str
+    webhook_id: str
+    event: str
+    body: str
+    attempt: int
+    max_attempts: int
+    lease_token: str
+    event_at: float
+    url: str
+    secret: str | None
+
+    @classmethod
+    def from_row(cls, row: Row) -> Claim:
+        return cls(
+            row["id"],
+            row["webhook_id"],
+            row["event"],
+            row["body"],
+            row["attempts"],
+            row["max_attempts"],
+            row["lease_token"],
+            row["event_at"],
+            row["url"],
+            row["secret"],
+        )
+
+    def attempt_of(self) -> Attempt:
+        return Attempt(
+            self.id, self.url, self.event, self.body, self.secret, self.attempt, self.event_at
+        )
+
+
+@dataclass(slots=True)
+class DeliveryReport:
+    """What a pass did."""
+
+    read: int = 0
+    queued: int = 0
+    delivered: int = 0
+    retried: int = 0
+    failed: int = 0
+    pruned: int = 0
+
+
+def decide(claim: Claim, result: AttemptResult, settings: DeliverySettings) -> tuple[str, int]:
+    """``(outcome, retry delay ms)`` of one attempt: delivered, retry or failed."""
+    if result.delivered:
+        return "delivered", 0
+    if not result.retryable or claim.attempt >= claim.max_attempts:
+        return "failed", 0
+    delay = backoff_ms(claim.attempt, base_ms=settings.retry_base_ms, max_ms=settings.retry_max_ms)
+    return "retry", delay
+
+
+# -- fan-out -------------------------------------------------------------------
+
+
+def _deliveries(rows: list[Row]) -> tuple[list[Any], ...]:
+    """The aligned columns of ``webhook_delivery_queue`` for the matched rows."""
+    columns: tuple[list[Any], ...] = ([], [], [], [], [], [], [], [])
+    for row in rows:
+        if row["id"] is None:
+            continue
+        payload = orjson.loads(row["payload"]) if row["payload"] else {}
+        for webhook_id in row["webhook_ids"]:
+            delivery_id = uuid7()
+            body = build_body(
+                row["event"],
+                delivery_id=delivery_id,
+                event_id=row["id"],
+                timestamp_ms=row["ts"],
+                job_id=row["job_id"],
+                queue=row["queue"],
+                payload=payload,
+            )
+            values = (
+                delivery_id,
+                webhook_id,
+                row["id"],
+                row["event"],
+                row["queue"],
+                row["job_id"],
+                body,
+                row["ts"],
+            )
+            for column, value in zip(columns, values, strict=True):
+                column.append(value)
+    return columns
+
+
+async def _read(
+    db: Executor, namespace: str, xid: int, event_id: int, limit: int, *, safe: bool
+) -> list[Row]:
+    types, events = outbox_types_and_events()
+    return await db.fetch(
+        Q.webhook_fanout_read, namespace, xid, event_id, limit, types, events, safe
+    )
+
+
+async def _queue(
+    db: Executor, namespace: str, columns: tuple[list[Any], ...], max_attempts: int
+) -> int:
+    if not columns[0]:
+        return 0
+    return int(await db.fetchval(Q.webhook_delivery_queue, namespace, *columns, max_attempts))
+
+
+async def _fan_out_batch(ctx: EngineContext, settings: DeliverySettings) -> tuple[int, int] | None:
+    """The cursor path: one commit-safe batch, queued and passed in one transaction.
+    Returns (events read, deliveries queued), None when no webhook is enabled."""
+    namespace = ctx.namespace
+
+    async def body(tx: Executor) -> tuple[int, int] | None:
+        await tx.execute(Q.webhook_cursor_ensure, namespace)
+        cursor = await tx.fetchrow(Q.webhook_cursor_lock, namespace)
+        assert cursor is not None
+        if not await tx.fetchval(Q.webhook_enabled_any, namespace):
+            await tx.fetchrow(Q.webhook_cursor_jump, namespace)
+            return None
+        rows = await _read(
+            tx, namespace, cursor["xid"], cursor["event_id"], settings.fanout_batch, safe=True
+        )
+        if not rows:
+            return 0, 0
+        queued = await _queue(tx, namespace, _deliveries(rows), settings.max_attempts)
+        await tx.execute(
+            Q.webhook_cursor_advance, namespace, rows[0]["last_xid"], rows[0]["last_id"]
+        )
+        return int(rows[0]["n"]), queued
+
+    return await in_transaction(ctx.db, body)
+
+
+@dataclass(slots=True)
+class Ahead:
+    """Where the fast path got to, beyond the durable cursor (memory only)."""
+
+    position: tuple[int, int] = (0, 0)
+
+
+async def _fan_out_ahead(ctx: EngineContext, settings: DeliverySettings, ahead: Ahead) -> int:
+    """The fast path: queue the committed events beyond the cursor at once (a
+    long transaction anywhere holds the commit-safe horizon back).  It moves on
+    from where it got to; an event that commits behind it later is left to the
+    cursor path, which passes everything (the unique (webhook, event) key
+    keeps a delivery single whichever path queues it first)."""
+    cursor = await ctx.db.fetchrow(Q.webhook_cursor_get, ctx.namespace)
+    if cursor is None:
+        return 0
+    position = max((int(cursor["xid"]), int(cursor["event_id"])), ahead.position)
+    queued = 0
+    for _ in range(MAX_AHEAD_BATCHES):
+        rows = await _read(ctx.db, ctx.namespace, *position, settings.fanout_batch, safe=False)
+        if not rows:
+            break
+        queued += await _queue(ctx.db, ctx.namespace, _deliveries(rows), settings.max_attempts)
+        position = (int(rows[0]["last_xid"]), int(rows[0]["last_id"]))
+        if rows[0]["n"] < settings.fanout_batch:
+            break
+    ahead.position = position
+    return queued
+
+
+async def fan_out_once(
+    ctx: EngineContext,
+    settings: DeliverySettings,
+    report: DeliveryReport | None = None,
+    ahead: Ahead | None = None,
+) -> DeliveryReport:
+    """Fan out every commit-safe outbox event after the cursor (batch by batch),
+    then the committed events beyond it (the fast path, from ``ahead``)."""
+    report = report or DeliveryReport()
+    while await ctx.db.fetchval(Q.webhook_cursor_behind, ctx.namespace):
+        done = await _fan_out_batch(ctx, settings)
+        if done is None:
+            return report
+        report.read += done[0]
+        report.queued += done[1]
+        if done[0] < settings.fanout_batch:
+            break
+    report.queued += await _fan_out_ahead(ctx, settings, ahead or Ahead())
+    return report
+
+
+# -- delivery ---------------------------------------------------------------------
+
+
+async def claim_due(ctx: EngineContext, settings: DeliverySettings, limit: int) -> list[Claim]:
+    rows = await ctx.db.fetch(Q.webhook_delivery_claim, ctx.namespace, limit, settings.lease_ms)
+    return [Claim.from_row(row) for row in rows]
+
+
+async def record_results(
+    ctx: EngineContext,
+    results: list[tuple[Claim, AttemptResult]],
+    settings: DeliverySettings,
+    report: DeliveryReport | None = None,
+) -> int:
+    """Record attempts (a stale claim's result changes nothing); how many were recorded."""
+    if not results:
+        return 0
+    columns: tuple[list[Any], ...] = ([], [], [], [], [], [])
+    outcomes: dict[str, str] = {}
+    for claim, result in results:
+        outcome, delay = decide(claim, result, settings)
+        outcomes[claim.id] = outcome
+        values = (claim.id, claim.lease_token, outcome, result.status_code, result.error, delay)
+        for column, value in zip(columns, values, strict=True):
+            column.append(value)
+
+    async def body(tx: Executor) -> list[Row]:
+        return await tx.fetch(Q.webhook_delivery_record, ctx.namespace, *columns)
+
+    rows = await in_transaction(ctx.db, body)
+    if report is not None:
+        for row in rows:
+            outcome = outcomes[row["id"]]
+            if outcome == "delivered":
+                report.delivered += 1
+            elif outcome == "retry":
+                report.retried += 1
+            else:
+                report.failed += 1
+    return len(rows)
+
+
+async def deliver_once(
+    ctx: EngineContext, sender: WebhookSender, settings: DeliverySettings
+) -> DeliveryReport:
+    """Claim what is due now, POST it all, record the outcomes (until nothing is due)."""
+    report = DeliveryReport()
+    while True:
+        claims = await claim_due(ctx, settings, settings.max_in_flight)
+        if not claims:
+            return report
+        results = await asyncio.gather(*(sender.send(c.attempt_of()) for c in claims))
+        await record_results(ctx, list(zip(claims, results, strict=True)), settings, report)
+
+
+async def upkeep_once(ctx: EngineContext, settings: DeliverySettings) -> int:
+    """Fail interrupted deliveries with no attempt left; prune the log.  Returns pruned."""
+    await ctx.db.fetchval(Q.webhook_delivery_fail_spent, ctx.namespace)
+    pruned = 0
+    while True:
+        batch = await ctx.db.fetchval(
+            Q.webhook_delivery_prune, ctx.namespace, settings.retention_ms, 1000
+        )
+        pruned += int(batch)
+        if batch < 1000:
+            return pruned
+
+
+# -- the service --------------------------------------------------------------------
+
+
+@dataclass(eq=False)
+class _InFlight:
+    tasks: dict[str, asyncio.Task[None]] = field(default_factory=dict)
+    finished: list[tuple[Claim, AttemptResult]] = field(default_factory=list)
+
+
+class WebhookDelivery(Service):
+    """Fans out and delivers while this broker leads (see the module docstring).
+
+    Attempts run concurrently (at most ``max_in_flight``); their outcomes are
+    recorded in one statement per pass, also after leadership moved on (the
+    lease token decides whether a result still counts).
+    """
+
+    name = "webhook-delivery"
+
+    def __init__(
+        self,
+        ctx: EngineContext,
+        elector: LeaderElector,
+        *,
+        settings: DeliverySettings | None = None,
+        guard: AddressGuard | None = None,
+    ) -> None:
+        super().__init__()
+        self._ctx = ctx
+        self._elector = elector
+        self.settings = settings or DeliverySettings()
+        self._guard = guard or AddressGuard(allow_private=allow_private_of(ctx.config))
+        interval = self.settings.interval_ms or ctx.config.poll_interval_ms
+        self._interval = interval / 1000
+        self._wake = asyncio.Event()
+        self._flight = _InFlight()
+        self._ahead = Ahead()
+        self._next_idle_move = 0.0
+        self._next_upkeep = 0.0
+        self.report = DeliveryReport()
+        self.passes = 0
+        self.passed = asyncio.Event()
+
+    def _hint(self, first: int, last: int) -> None:
+        self._wake.set()
+
+    async def run(self) -> None:
+        self._ctx.notifier.on_events(self._hint)
+        self._ctx.notifier.on_resync(self._wake.set)
+        sender = WebhookSender(
+            self._guard,
+            timeout_ms=self.settings.timeout_ms,
+            max_connections=self.settings.max_in_flight,
+        )
+        self.started.set()
+        try:
+            while True:
+                try:
+                    await self._record_finished()
+                    if self._elector.is_leader.is_set():
+                        await self._lead_once(sender)
+                except PgQueueError as exc:
+                    log.warning("webhook delivery pass failed: %s", exc)
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._wake.wait(), self._interval)
+                self._wake.clear()
+                await asyncio.sleep(MIN_PASS_GAP_S)  # NOTIFY storms: one pass per gap
+        finally:
+            await self._shutdown(sender)
+
+    async def _lead_once(self, sender: WebhookSender) -> None:
+        """One leader pass.  With no enabled webhook it only moves the cursor
+        to the horizon now and then (nothing to read, nothing to claim)."""
+        loop = asyncio.get_running_loop()
+        now = loop.time()
+        active = bool(await self._ctx.db.fetchval(Q.webhook_enabled_any, self._ctx.namespace))
+        if active or now >= self._next_idle_move:
+            await fan_out_once(self._ctx, self.settings, self.report, self._ahead)
+            self._next_idle_move = now + IDLE_CURSOR_MOVE_S
+        if now >= self._next_upkeep:
+            self.report.pruned += await upkeep_once(self._ctx, self.settings)
+            self._next_upkeep = now + UPKEEP_EVERY_S
+        if active:
+            await self._start_attempts(sender)
+        self.passes += 1
+        self.passed.set()
+
+    async def _start_attempts(self, sender: WebhookSender) -> None:
+        while (free := self.settings.max_in_flight - len(self._flight.tasks)) > 0:
+            claims = await claim_due(self._ctx, self.settings, free)
+            for claim in claims:
+                self._flight.tasks[claim.id] = asyncio.create_task(
+                    self._attempt(sender, claim), name=f"pgqueue:webhook:{claim.id}"
+                )
+            if len(claims) < free:
+                return
+
+    async def _attempt(self, sender: WebhookSender, claim: Claim) -> None:
+        try:
+            result = await sender.send(claim.attempt_of())
+        except Exception as exc:  # a bug must not strand the claim until its lease ends
+            log.exception("webhook delivery %s failed unexpectedly", claim.id)
+            result = AttemptResult(False, error=f"internal error: {type(exc).__name__}")
+        self._flight.finished.append((claim, result))
+        self._flight.tasks.pop(claim.id, None)
+        self._wake.set()
+
+    async def _record_finished(self) -> None:
+        finished, self._flight.finished = self._flight.finished, []
+        try:
+            await record_results(self._ctx, finished, self.settings, self.report)
+        except BaseException:
+            self._flight.finished[:0] = finished
+            raise
+
+    async def _shutdown(self, sender: WebhookSender) -> None:
+        """Stop: attempts in flight are abandoned (their leases end and the next
+        leader retries them); finished ones are recorded if the database answers."""
+        tasks = list(self._flight.tasks.values())
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        self._flight.tasks.clear()
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(self._record_finished(), 5)
+        await sender.aclose()

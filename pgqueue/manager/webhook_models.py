@@ -1,0 +1,167 @@
+"""What the webhook operations return: registrations, their stats, the delivery log.
+
+Times are milliseconds since the epoch (the wire's unit).  ``as_wire()`` gives
+bunqueue's field names (``ListWebhooks``); a secret is never returned, only
+whether one is set.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from pgqueue.db.executor import Row
+
+__all__ = ["Webhook", "WebhookDelivery", "WebhookStats"]
+
+
+@dataclass(frozen=True, slots=True)
+class Webhook:
+    """One registered webhook, with the counts of its kept deliveries."""
+
+    id: str
+    url: str
+    events: list[str]
+    queue: str | None
+    has_secret: bool
+    enabled: bool
+    created_at: float
+    last_triggered_at: float | None = None
+    success_count: int = 0
+    failure_count: int = 0
+    pending: int = 0
+    delivered: int = 0
+    failed: int = 0
+
+    @classmethod
+    def from_row(cls, row: Row) -> Webhook:
+        """From a registration row; the counts are optional (0 when absent)."""
+        return cls(
+            id=row["id"],
+            url=row["url"],
+            events=list(row["events"]),
+            queue=row["queue"],
+            has_secret=row["has_secret"],
+            enabled=row["enabled"],
+            created_at=row["created_at"],
+            last_triggered_at=row.get("last_triggered_at"),
+            success_count=int(row.get("success_count") or 0),
+            failure_count=int(row.get("failure_count") or 0),
+            pending=int(row.get("pending") or 0),
+            delivered=int(row.get("delivered") or 0),
+            failed=int(row.get("failed") or 0),
+        )
+
+    def as_wire(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "url": self.url,
+            "events": list(self.events),
+            "queue": self.queue,
+            "createdAt": self.created_at,
+            "lastTriggered": self.last_triggered_at,
+            "successCount": self.success_count,
+            "failureCount": self.failure_count,
+            "enabled": self.enabled,
+            "hasSecret": self.has_secret,
+            "deliveries": {
+                "pending": self.pending,
+                "delivered": self.delivered,
+                "failed": self.failed,
+            },
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class WebhookStats:
+    """Totals over a namespace's webhooks (``ListWebhooks.stats``)."""
+
+    total: int = 0
+    enabled: int = 0
+    pending: int = 0
+    delivered: int = 0
+    failed: int = 0
+
+    @classmethod
+    def of(cls, webhooks: list[Webhook]) -> WebhookStats:
+        return cls(
+            total=len(webhooks),
+            enabled=sum(w.enabled for w in webhooks),
+            pending=sum(w.pending for w in webhooks),
+            delivered=sum(w.delivered for w in webhooks),
+            failed=sum(w.failed for w in webhooks),
+        )
+
+    def as_wire(self) -> dict[str, int]:
+        return {
+            "total": self.total,
+            "enabled": self.enabled,
+            "pendingDeliveries": self.pending,
+            "deliveredDeliveries": self.delivered,
+            "failedDeliveries": self.failed,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class WebhookDelivery:
+    """One (webhook, event) delivery: its status and its last attempt."""
+
+    id: str
+    webhook_id: str
+    event_id: int
+    event: str
+    queue: str
+    job_id: str | None
+    status: str
+    attempts: int
+    max_attempts: int
+    last_status_code: int | None
+    last_error: str | None
+    body: str
+    event_at: float
+    created_at: float
+    last_attempt_at: float | None
+    next_attempt_at: float | None
+    delivered_at: float | None
+
+    @classmethod
+    def from_row(cls, row: Row) -> WebhookDelivery:
+        status = row["status"]
+        return cls(
+            id=row["id"],
+            webhook_id=row["webhook_id"],
+            event_id=row["event_id"],
+            event=row["event"],
+            queue=row["queue"],
+            job_id=row["job_id"],
+            status=status,
+            attempts=row["attempts"],
+            max_attempts=row["max_attempts"],
+            last_status_code=row["last_status_code"],
+            last_error=row["last_error"],
+            body=row["body"],
+            event_at=row["event_at"],
+            created_at=row["created_at"],
+            last_attempt_at=row["last_attempt_at"],
+            next_attempt_at=row["next_attempt_at"] if status == "pending" else None,
+            delivered_at=row["delivered_at"],
+        )
+
+    def as_wire(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "webhookId": self.webhook_id,
+            "eventId": self.event_id,
+            "event": self.event,
+            "queue": self.queue,
+            "jobId": self.job_id,
+            "status": self.status,
+            "attempts": self.attempts,
+            "maxAttempts": self.max_attempts,
+            "lastStatusCode": self.last_status_code,
+            "lastError": self.last_error,
+            "createdAt": self.created_at,
+            "lastAttemptAt": self.last_attempt_at,
+            "nextAttemptAt": self.next_attempt_at,
+            "deliveredAt": self.delivered_at,
+        }

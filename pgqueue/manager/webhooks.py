@@ -1,0 +1,173 @@
+"""Webhooks: registered in the database, shared by every broker of the namespace.
+
+A webhook is a URL, the events it wants (:data:`~pgqueue.manager.webhook_policy.WEBHOOK_EVENTS`),
+an optional queue filter and an optional signing secret.  The leader's
+:class:`~pgqueue.maintenance.webhook_delivery.WebhookDelivery` turns outbox
+events into deliveries and POSTs them (at least once, with retries); these
+operations register, list and switch webhooks and read the delivery log.
+
+    hook = await m.add_webhook("https://example.com/hook", ["job.completed"], secret="s3cret")
+    webhooks, stats = await m.list_webhooks()
+    log = await m.list_deliveries(hook.id, status="failed")
+
+A webhook receives the events committed after its registration.  Disabling
+one stops new deliveries at once and holds back its queued ones until it is
+enabled again; events that happen while it is disabled are never delivered
+to it.  Registration refuses URLs that reach private addresses (see
+:mod:`pgqueue.maintenance.ssrf`) unless ``webhook_allow_private`` is set.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pgqueue.config import Config
+from pgqueue.db.executor import Executor
+from pgqueue.db.queries import Q
+from pgqueue.db.retry import in_transaction
+from pgqueue.errors import ValidationError
+from pgqueue.ids import uuid7
+from pgqueue.maintenance.ssrf import AddressGuard
+from pgqueue.manager.arguments import check_bool, check_int, check_text
+from pgqueue.manager.base import ManagerBase
+from pgqueue.manager.context import EngineContext
+from pgqueue.manager.webhook_models import Webhook, WebhookDelivery, WebhookStats
+from pgqueue.manager.webhook_policy import (
+    validate_events,
+    validate_queue_filter,
+    validate_secret,
+)
+
+__all__ = [
+    "DELIVERY_STATUSES",
+    "MAX_LISTED_WEBHOOKS",
+    "WebhookOps",
+    "allow_private_of",
+]
+
+MAX_LISTED_WEBHOOKS = 10_000
+MAX_LISTED_DELIVERIES = 1_000
+DELIVERY_STATUSES = ("pending", "delivering", "delivered", "failed")
+
+
+def allow_private_of(config: Config) -> bool:
+    """``Config.webhook_allow_private`` (False where the setting does not exist yet)."""
+    return bool(getattr(config, "webhook_allow_private", False))
+
+
+def _webhook_id(value: Any, field: str) -> str:
+    return check_text(value, field, 256, allow_empty=False)
+
+
+async def _lock_cursor(tx: Executor, namespace: str) -> None:
+    """Serialise with the fan-out: it may skip events only while no webhook is enabled."""
+    await tx.execute(Q.webhook_cursor_ensure, namespace)
+    await tx.fetchrow(Q.webhook_cursor_lock, namespace)
+
+
+async def add_webhook(
+    ctx: EngineContext,
+    guard: AddressGuard,
+    url: Any,
+    events: Any,
+    queue: Any = None,
+    secret: Any = None,
+) -> Webhook:
+    target = await guard.check_url(url)
+    wanted = validate_events(events)
+    queue_filter = validate_queue_filter(queue)
+    key = validate_secret(secret)
+    webhook_id = uuid7()
+
+    async def body(tx: Executor) -> Webhook:
+        await _lock_cursor(tx, ctx.namespace)
+        row = await tx.fetchrow(
+            Q.webhook_insert, ctx.namespace, webhook_id, target.url, wanted, queue_filter, key
+        )
+        assert row is not None
+        return Webhook.from_row(row)
+
+    return await in_transaction(ctx.db, body)
+
+
+async def set_webhook_enabled(ctx: EngineContext, webhook_id: Any, enabled: Any) -> bool:
+    webhook_id = _webhook_id(webhook_id, "id")
+    enabled = check_bool(enabled, "enabled")
+
+    async def body(tx: Executor) -> bool:
+        await _lock_cursor(tx, ctx.namespace)
+        return (
+            await tx.fetchrow(Q.webhook_set_enabled, ctx.namespace, webhook_id, enabled) is not None
+        )
+
+    return await in_transaction(ctx.db, body)
+
+
+async def list_webhooks(ctx: EngineContext, limit: int) -> tuple[list[Webhook], WebhookStats]:
+    rows = await ctx.db.fetch(Q.webhook_list, ctx.namespace, limit)
+    webhooks = [Webhook.from_row(row) for row in rows]
+    return webhooks, WebhookStats.of(webhooks)
+
+
+async def list_deliveries(
+    ctx: EngineContext, webhook_id: Any, status: Any, limit: Any
+) -> list[WebhookDelivery] | None:
+    webhook_id = _webhook_id(webhook_id, "webhookId")
+    if status is not None and status not in DELIVERY_STATUSES:
+        raise ValidationError(
+            f"status must be one of {', '.join(DELIVERY_STATUSES)}", field="status"
+        )
+    limit = check_int(limit, "limit", 1, MAX_LISTED_DELIVERIES)
+    rows = await ctx.db.fetch(Q.webhook_delivery_list, ctx.namespace, webhook_id, status, limit)
+    if not rows and not await ctx.db.fetchval(Q.webhook_exists, ctx.namespace, webhook_id):
+        return None
+    return [WebhookDelivery.from_row(row) for row in rows]
+
+
+class WebhookOps(ManagerBase):
+    """Register, list, switch and remove webhooks; read their delivery log."""
+
+    def webhook_guard(self) -> AddressGuard:
+        """The SSRF guard registrations go through (tests may override it)."""
+        return AddressGuard(allow_private=allow_private_of(self.config))
+
+    async def add_webhook(
+        self,
+        url: str,
+        events: list[str],
+        queue: str | None = None,
+        secret: str | None = None,
+    ) -> Webhook:
+        """Register a webhook for ``events`` (of ``queue``, or every queue).
+
+        Raises :class:`ValidationError` for a malformed URL, an unknown event,
+        or a URL that reaches a refused address ("Webhook URL is not allowed: ...").
+        """
+        return await add_webhook(self.ctx, self.webhook_guard(), url, events, queue, secret)
+
+    async def remove_webhook(self, webhook_id: str) -> bool:
+        """Remove a webhook with its queued deliveries and log; False when unknown."""
+        webhook_id = _webhook_id(webhook_id, "webhookId")
+        row = await self.db.fetchrow(Q.webhook_delete, self.namespace, webhook_id)
+        return row is not None
+
+    async def set_webhook_enabled(self, webhook_id: str, enabled: bool) -> bool:
+        """Enable or disable a webhook; False when unknown."""
+        return await set_webhook_enabled(self.ctx, webhook_id, enabled)
+
+    async def list_webhooks(
+        self, *, limit: int = MAX_LISTED_WEBHOOKS
+    ) -> tuple[list[Webhook], WebhookStats]:
+        """Webhooks in registration order, with totals and delivery counts."""
+        return await list_webhooks(self.ctx, check_int(limit, "limit", 1, MAX_LISTED_WEBHOOKS))
+
+    async def list_deliveries(
+        self, webhook_id: str, status: str | None = None, limit: int = 100
+    ) -> list[WebhookDelivery]:
+        """A webhook's delivery log, newest event first; ``status`` filters
+        (pending, delivering, delivered, failed).  Raises ValidationError
+        ("Webhook not found") for an unknown webhook."""
+        deliveries = await list_deliveries(self.ctx, webhook_id, status, limit)
+        if deliveries is None:
+            raise ValidationError("Webhook not found", field="webhookId")
+        return deliveries

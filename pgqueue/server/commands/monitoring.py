@@ -1,0 +1,160 @@
+"""Monitoring: Stats, Metrics (legacy and per-queue forms), Prometheus.
+
+* ``Stats`` → ``{stats: {waiting, active, delayed, dlq, completed, failed, uptime,
+  pushPerSec, pullPerSec}}``: job counts of the whole namespace, read from
+  PostgreSQL (``waiting`` excludes prioritized jobs, as in bunqueue's
+  PostgreSQL mode; ``prioritized`` and ``waitingChildren`` are added);
+  ``dlq`` counts DLQ entries; ``uptime`` is this broker's, in ms.  The
+  engine keeps no throughput counters yet, so ``pushPerSec`` and
+  ``pullPerSec`` are 0.
+* ``Metrics`` without ``queue`` → ``{metrics: {totalPushed, totalPulled,
+  totalCompleted, totalFailed, avgLatencyMs, avgProcessingMs, memoryUsageMb,
+  sqliteSizeMb, activeConnections}}``.  The totals count the jobs PostgreSQL
+  holds now (live and finished, within retention), not a lifetime tally:
+  pushed = every job, pulled = active + finished.  Latencies are this
+  broker's mean PUSH/PULL and ACK service times (0 until metrics are on).
+* ``Metrics {queue, type, start?, end?}`` → ``D{meta: {count, prevTS,
+  prevCount}, data, count}``: ``meta.count`` is the queue's completed (or
+  failed) jobs; the engine keeps no per-minute series, so ``data`` is empty.
+* ``Prometheus`` → ``D{metrics: <text exposition>}``: this broker's
+  registry, as ``GET /metrics`` serves it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import resource
+import time
+from typing import TYPE_CHECKING, Any
+
+from pgqueue.errors import ValidationError
+from pgqueue.manager.models import JobCounts
+from pgqueue.server.metrics import BrokerMetrics
+from pgqueue.server.registry import command
+from pgqueue.server.request import Request
+
+if TYPE_CHECKING:
+    from pgqueue.manager import PostgresQueueManager
+    from pgqueue.server.broker import Broker
+
+COUNT_CONCURRENCY = 4
+LATENCY_COMMANDS = ("PUSH", "PUSHB", "PULL", "PULLB")
+PROCESSING_COMMANDS = ("ACK", "ACKB")
+MAX_SERIES_POSITION = 1_000_000_000
+
+
+async def _namespace_counts(manager: PostgresQueueManager) -> JobCounts:
+    """Job counts of every queue of the namespace, summed."""
+    queues = await manager.list_queues()
+    slots = asyncio.Semaphore(COUNT_CONCURRENCY)
+
+    async def one(queue: str) -> JobCounts:
+        async with slots:
+            return await manager.get_counts(queue)
+
+    per_queue = await asyncio.gather(*(one(queue) for queue in queues))
+    return JobCounts(
+        waiting=sum(c.waiting for c in per_queue),
+        prioritized=sum(c.prioritized for c in per_queue),
+        delayed=sum(c.delayed for c in per_queue),
+        active=sum(c.active for c in per_queue),
+        waiting_children=sum(c.waiting_children for c in per_queue),
+        completed=sum(c.completed for c in per_queue),
+        failed=sum(c.failed for c in per_queue),
+    )
+
+
+@command("Stats")
+async def stats(req: Request) -> dict[str, Any]:
+    counts = await _namespace_counts(req.manager)
+    dlq = await req.manager.dlq_stats(None)
+    return {
+        "stats": {
+            "waiting": counts.waiting,
+            "prioritized": counts.prioritized,
+            "waitingChildren": counts.waiting_children,
+            "active": counts.active,
+            "delayed": counts.delayed,
+            "dlq": dlq.total,
+            "completed": counts.completed,
+            "failed": counts.failed,
+            "uptime": (time.time() - req.broker.started_at) * 1000.0,
+            "pushPerSec": 0,
+            "pullPerSec": 0,
+        }
+    }
+
+
+def _mean_ms(metrics: BrokerMetrics | None, commands: tuple[str, ...]) -> float:
+    """Mean service time of ``commands`` on this broker, in ms (0 without samples)."""
+    if metrics is None:
+        return 0.0
+    total = count = 0.0
+    for family in metrics.command_seconds.collect():
+        for sample in family.samples:
+            if sample.labels.get("command") not in commands:
+                continue
+            if sample.name.endswith("_sum"):
+                total += sample.value
+            elif sample.name.endswith("_count"):
+                count += sample.value
+    return round(total / count * 1000.0, 2) if count else 0.0
+
+
+def _memory_mb() -> float:
+    """Resident memory of this process (peak, where the current size is unknown)."""
+    try:
+        with open("/proc/self/statm") as statm:
+            pages = int(statm.read().split()[1])
+        return pages * os.sysconf("SC_PAGE_SIZE") / 1024 / 1024
+    except (OSError, ValueError, IndexError):
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def _legacy_metrics(broker: Broker, counts: JobCounts) -> dict[str, Any]:
+    pending = counts.waiting + counts.prioritized + counts.delayed + counts.waiting_children
+    finished = counts.completed + counts.failed
+    return {
+        "totalPushed": pending + counts.active + finished,
+        "totalPulled": counts.active + finished,
+        "totalCompleted": counts.completed,
+        "totalFailed": counts.failed,
+        "avgLatencyMs": _mean_ms(broker.metrics, LATENCY_COMMANDS),
+        "avgProcessingMs": _mean_ms(broker.metrics, PROCESSING_COMMANDS),
+        "memoryUsageMb": _memory_mb(),
+        "sqliteSizeMb": 0,
+        "activeConnections": len(broker.tcp.connections),
+    }
+
+
+@command("Metrics")
+async def metrics(req: Request) -> dict[str, Any]:
+    f = req.fields
+    if not f.has("queue"):
+        counts = await _namespace_counts(req.manager)
+        return {"metrics": _legacy_metrics(req.broker, counts)}
+    queue = f.queue()
+    kind = f.get("type")
+    if kind not in ("completed", "failed"):
+        raise ValidationError("Metrics type must be 'completed' or 'failed'", field="type")
+    f.opt_int("start", minimum=0, maximum=MAX_SERIES_POSITION)
+    f.opt_int("end", minimum=-1, maximum=MAX_SERIES_POSITION)
+    counts = await req.manager.get_counts(queue)
+    total = counts.completed if kind == "completed" else counts.failed
+    return {"data": {"meta": {"count": total, "prevTS": 0, "prevCount": 0}, "data": [], "count": 0}}
+
+
+@command("Prometheus")
+async def prometheus(req: Request) -> dict[str, Any]:
+    metrics = req.broker.metrics
+    await metrics.refresh()
+    return {"data": {"metrics": metrics.render().decode()}}
+
+
+@command("TrimEvents")
+async def trim_events(req: Request) -> dict[str, Any]:
+    """Keep only the newest ``maxLength`` events of a queue (the outbox)."""
+    queue = req.fields.queue()
+    keep = req.fields.int_("maxLength", minimum=0, maximum=100_000_000)
+    return {"data": {"removed": await req.manager.trim_events(queue, keep)}}

@@ -1,0 +1,224 @@
+"""The Starlette application: command routes, event streams, probes, metrics, docs.
+
+A command route authenticates, reads its JSON body, builds the command map
+(:func:`~pgqueue.server.http.binding.build_command`) and serves it through
+:func:`~pgqueue.server.dispatch.dispatch` with a per-request
+:class:`~pgqueue.server.request.ClientState`.  Jobs pulled over HTTP are
+*detached*: they stay leased after the request (ack them with the token, or
+on this broker without one); the lease expiry covers a client that vanishes.
+While the broker drains, every route but the probes answers 503.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from prometheus_client import CONTENT_TYPE_LATEST
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, Response
+from starlette.routing import Route
+
+from pgqueue.errors import PgQueueError
+from pgqueue.server.dispatch import dispatch
+from pgqueue.server.http import health
+from pgqueue.server.http.auth import authenticate
+from pgqueue.server.http.binding import Endpoint, build_command
+from pgqueue.server.http.body import BodyError, is_json, read_json_object
+from pgqueue.server.http.jsonio import dumps
+from pgqueue.server.http.openapi import openapi_document, render_docs
+from pgqueue.server.http.routes import ENDPOINTS, SYSTEM_ROUTES
+from pgqueue.server.http.sse import EventStreamResponse
+from pgqueue.server.http.status import status_for_answer, status_for_error
+from pgqueue.server.http.telemetry import HttpMetrics
+from pgqueue.server.request import ClientState
+
+if TYPE_CHECKING:
+    from pgqueue.server.broker import Broker
+
+__all__ = ["HttpState", "build_app"]
+
+log = logging.getLogger("pgqueue.http")
+
+Handler = Callable[[Request], Awaitable[Response]]
+
+
+@dataclass(eq=False)
+class HttpState:
+    """What the routes share: the broker, the drain signal, the collectors."""
+
+    broker: Broker
+    metrics: HttpMetrics | None = None
+    closing: asyncio.Event = field(default_factory=asyncio.Event)
+
+    @property
+    def draining(self) -> bool:
+        return self.closing.is_set() or self.broker.draining
+
+
+def json_response(body: Any, status: int = 200, headers: dict[str, str] | None = None) -> Response:
+    try:
+        content = dumps(body)
+    except TypeError:
+        log.exception("cannot encode an HTTP answer")
+        status, content = 500, dumps({"ok": False, "error": "Internal server error"})
+    return Response(content, status, headers, media_type="application/json")
+
+
+def error_response(status: int, message: str, headers: dict[str, str] | None = None) -> Response:
+    return json_response({"ok": False, "error": message}, status, headers)
+
+
+METRICS_REFRESH_TIMEOUT = 5.0  # a scrape answers with older gauges rather than hang
+UNAUTHORIZED = {"www-authenticate": 'Bearer realm="pgqueue"'}
+
+
+def _refusal(state: HttpState, request: Request) -> tuple[Response | None, str]:
+    """(a 401/503 answer or None, the actor) for a route that needs a token."""
+    if state.draining:
+        return error_response(
+            503, "Broker is draining, retry on another broker", {"connection": "close"}
+        ), ""
+    actor = authenticate(state.broker, request.headers)
+    if actor is None:
+        return error_response(401, "Unauthorized", UNAUTHORIZED), ""
+    return None, actor
+
+
+def _observed(state: HttpState, method: str, route: str, handler: Handler) -> Handler:
+    async def observed(request: Request) -> Response:
+        try:
+            response = await handler(request)
+        except Exception:
+            log.exception("%s %s failed unexpectedly", method, route)
+            response = error_response(500, "Internal server error")
+        if state.metrics is not None:
+            state.metrics.observe(method, route, response.status_code)
+        return response
+
+    return observed
+
+
+def _command_handler(state: HttpState, endpoint: Endpoint) -> Handler:
+    broker = state.broker
+
+    async def serve(request: Request) -> Response:
+        refused, actor = _refusal(state, request)
+        if refused is not None:
+            return refused
+        if endpoint.method != "GET" and not is_json(request.headers.get("content-type", "")):
+            return error_response(415, "Request body must be JSON (Content-Type: application/json)")
+        body: dict[str, Any] | None = None
+        if endpoint.reads_body:
+            try:
+                body = await read_json_object(request, broker.settings.max_http_body_bytes)
+            except BodyError as exc:
+                return error_response(exc.status, exc.message)
+        path = {name: str(value) for name, value in request.path_params.items()}
+        query = {name: request.query_params.getlist(name) for name in request.query_params}
+        msg = build_command(endpoint, path, query, body)
+        client = ClientState(transport="http", authenticated=True, actor=actor)
+        errors: list[Exception] = []
+        answer = await dispatch(broker, client, msg, on_error=errors.append)
+        answer.pop("reqId", None)
+        status = status_for_answer(endpoint.command, answer, errors)
+        if status == 200 and endpoint.shape is not None:
+            answer = endpoint.shape(answer, path)
+        return json_response(answer, status)
+
+    return serve
+
+
+def _system_handlers(state: HttpState) -> dict[str, Handler]:
+    broker = state.broker
+
+    async def live(request: Request) -> Response:
+        return json_response(health.liveness(broker))
+
+    async def ready(request: Request) -> Response:
+        timeout = broker.settings.readiness_timeout_ms / 1000
+        is_ready, body = await health.readiness(broker, timeout)
+        return json_response(body, 200 if is_ready else 503)
+
+    async def metrics(request: Request) -> Response:
+        actor = authenticate(broker, request.headers)
+        if actor is None:
+            return error_response(401, "Unauthorized", UNAUTHORIZED)
+        try:
+            await asyncio.wait_for(broker.metrics.refresh(), METRICS_REFRESH_TIMEOUT)
+        except (PgQueueError, TimeoutError) as exc:
+            log.warning("metrics: the database gauges were not refreshed: %s", exc)
+        return Response(broker.metrics.render(), media_type=CONTENT_TYPE_LATEST)
+
+    async def openapi(request: Request) -> Response:
+        return json_response(openapi_document())
+
+    async def docs(request: Request) -> Response:
+        return HTMLResponse(render_docs())
+
+    async def events(request: Request) -> Response:
+        refused, _ = _refusal(state, request)
+        if refused is not None:
+            return refused
+        queue = request.path_params.get("queue") or request.query_params.get("queue") or None
+        after = request.headers.get("last-event-id") or request.query_params.get("after") or None
+        try:
+            subscription = await broker.manager.subscribe_events(queue, after=after)
+        except PgQueueError as exc:
+            return error_response(status_for_error(exc), exc.message)
+        gauge = state.metrics.streams if state.metrics is not None else None
+        if gauge is not None:
+            gauge.inc()
+        return EventStreamResponse(
+            subscription,
+            closing=state.closing,
+            keepalive=broker.settings.sse_keepalive_ms / 1000,
+            on_close=gauge.dec if gauge is not None else None,
+        )
+
+    return {
+        "live": live,
+        "ready": ready,
+        "metrics": metrics,
+        "openapi": openapi,
+        "docs": docs,
+        "events": events,
+    }
+
+
+async def _http_error(request: Request, exc: Exception) -> Response:
+    if isinstance(exc, HTTPException):
+        message = "Not found" if exc.status_code == 404 else str(exc.detail)
+        return error_response(exc.status_code, message, dict(exc.headers or {}))
+    log.error("unhandled HTTP error", exc_info=exc)
+    return error_response(500, "Internal server error")
+
+
+def build_app(state: HttpState) -> Starlette:
+    """The application serving ``state.broker``."""
+    routes: list[Route] = []
+    for endpoint in ENDPOINTS:
+        handler = _observed(
+            state, endpoint.method, endpoint.path, _command_handler(state, endpoint)
+        )
+        served = Route(endpoint.path, handler, methods=[endpoint.method])
+        if served.methods is not None:  # HEAD would run the command and drop its answer
+            served.methods.discard("HEAD")
+        routes.append(served)
+    system = _system_handlers(state)
+    for extra in SYSTEM_ROUTES:
+        # An event stream is observed when it opens (its answer is the stream).
+        handler = _observed(state, extra.method, extra.path, system[extra.handler])
+        served = Route(extra.path, handler, methods=[extra.method])
+        if extra.handler == "events" and served.methods is not None:
+            served.methods.discard("HEAD")  # a HEAD must not open a stream
+        routes.append(served)
+    return Starlette(
+        routes=routes,
+        exception_handlers={HTTPException: _http_error, Exception: _http_error},
+    )

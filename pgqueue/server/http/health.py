@@ -1,0 +1,79 @@
+"""Liveness and readiness.
+
+*Liveness* (``/healthz``): the process serves HTTP.  *Readiness*
+(``/readyz``): this broker should get traffic — the database answers within
+``readiness_timeout_ms``, the schema is at the version this pgqueue needs,
+its broker session is live (not fenced: another process took its broker id),
+and it is not draining.  Not ready answers 503 and names each degraded part;
+database error details go to the log, not to the (unauthenticated) prober.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import TYPE_CHECKING, Any
+
+from pgqueue.db.schema import check_schema
+from pgqueue.errors import PgQueueError, SchemaError
+
+if TYPE_CHECKING:
+    from pgqueue.server.broker import Broker
+
+__all__ = ["liveness", "readiness"]
+
+log = logging.getLogger("pgqueue.http")
+
+
+def liveness(broker: Broker) -> dict[str, Any]:
+    return {"ok": True, "status": "live", "draining": broker.draining}
+
+
+async def _storage_checks(broker: Broker, timeout: float) -> dict[str, dict[str, Any]]:
+    try:
+        version = await asyncio.wait_for(check_schema(broker.manager.db), timeout)
+    except TimeoutError:
+        return {"database": {"ok": False, "error": f"no answer within {timeout * 1000:.0f} ms"}}
+    except SchemaError as exc:
+        return {"database": {"ok": True}, "schema": {"ok": False, "error": exc.message}}
+    except PgQueueError as exc:
+        log.warning("readiness: the database check failed: %s", exc)
+        return {"database": {"ok": False, "error": "unreachable"}}
+    return {"database": {"ok": True}, "schema": {"ok": True, "version": version}}
+
+
+def _session_check(broker: Broker) -> dict[str, Any]:
+    try:
+        session = broker.manager.session
+    except PgQueueError:
+        return {"ok": False, "error": "not started"}
+    if session.fenced.is_set():
+        return {
+            "ok": False,
+            "brokerId": session.broker_id,
+            "fenced": True,
+            "error": "fenced: another process took over this broker id",
+        }
+    return {
+        "ok": True,
+        "brokerId": session.broker_id,
+        "fenced": False,
+        "heartbeatFailing": session.last_error is not None,
+    }
+
+
+async def readiness(broker: Broker, timeout: float) -> tuple[bool, dict[str, Any]]:
+    """(ready, body) of the readiness probe."""
+    checks: dict[str, dict[str, Any]] = {"draining": {"ok": not broker.draining}}
+    checks["session"] = _session_check(broker)
+    checks.update(await _storage_checks(broker, timeout))
+    degraded = sorted(name for name, check in checks.items() if not check["ok"])
+    ready = not degraded
+    body: dict[str, Any] = {
+        "ok": ready,
+        "ready": ready,
+        "status": "ready" if ready else "degraded",
+        "degraded": degraded,
+        "checks": checks,
+    }
+    return ready, body

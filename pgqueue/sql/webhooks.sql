@@ -1,0 +1,292 @@
+-- name: webhook_cursor_ensure
+-- Create the namespace's webhook cursor at the commit-safe horizon if it is
+-- missing (every older transaction has ended).  $1 namespace.
+INSERT INTO pgqueue_webhook_cursor (namespace, xid, event_id)
+VALUES ($1, pg_snapshot_xmin(pg_current_snapshot())::text::bigint - 1, 9223372036854775807)
+ON CONFLICT (namespace) DO NOTHING
+
+-- name: webhook_cursor_lock
+-- Lock the webhook cursor (fan-out, registration and enabling serialise on
+-- it) and return its position.  $1 namespace.
+SELECT c.xid, c.event_id FROM pgqueue_webhook_cursor c WHERE c.namespace = $1 FOR UPDATE
+
+-- name: webhook_cursor_get
+-- The webhook cursor and how far behind the commit-safe horizon it is.
+-- $1 namespace.
+SELECT c.xid, c.event_id, (extract(epoch FROM c.updated_at) * 1000)::float8 AS updated_at,
+       pg_snapshot_xmin(pg_current_snapshot())::text::bigint AS horizon
+FROM pgqueue_webhook_cursor c WHERE c.namespace = $1
+
+-- name: webhook_cursor_behind
+-- Whether the cursor is missing or has commit-safe events after it (a cheap
+-- look before the fan-out locks it).  $1 namespace.
+SELECT NOT EXISTS (SELECT 1 FROM pgqueue_webhook_cursor c WHERE c.namespace = $1)
+       OR EXISTS (
+           SELECT 1
+           FROM pgqueue_webhook_cursor c
+           JOIN pgqueue_events e
+             ON e.namespace = c.namespace AND (e.xid, e.id) > (c.xid, c.event_id)
+           WHERE c.namespace = $1
+             AND e.xid < pg_snapshot_xmin(pg_current_snapshot())::text::bigint)
+
+-- name: webhook_enabled_any
+-- Whether the namespace has an enabled webhook.  $1 namespace.
+SELECT EXISTS (SELECT 1 FROM pgqueue_webhooks w WHERE w.namespace = $1 AND w.enabled)
+
+-- name: webhook_cursor_jump
+-- With no enabled webhook there is nothing to fan out: move the (locked)
+-- cursor straight to the commit-safe horizon.  $1 namespace.
+UPDATE pgqueue_webhook_cursor c
+SET xid = h.xid, event_id = 9223372036854775807, updated_at = statement_timestamp()
+FROM (SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint - 1 AS xid) h
+WHERE c.namespace = $1 AND (c.xid, c.event_id) < (h.xid, 9223372036854775807)
+RETURNING c.xid, c.event_id
+
+-- name: webhook_fanout_read
+-- One batch of outbox events after the cursor ($2 xid, $3 id), at most $4:
+-- with $7 true, in commit-safe order (as event_read_after: only
+-- transactions older than this snapshot's xmin); with $7 false, every
+-- committed event (the fast path, ahead of the cursor).  Returns the
+-- batch's last position and size on every row, and one row per event that
+-- some enabled webhook wants and has no delivery for yet: mapped to its
+-- webhook event by the aligned arrays $5 (outbox types) and $6 (webhook
+-- events), of the webhook's queue (or any), and committed after the webhook
+-- was registered (not visible in its registration snapshot).  Zero rows: no
+-- new event.  $1 namespace.
+WITH batch AS (
+    SELECT e.id, e.xid, e.queue, e.job_id, e.type, e.payload, e.created_at
+    FROM pgqueue_events e
+    WHERE e.namespace = $1
+      AND (e.xid, e.id) > ($2::bigint, $3::bigint)
+      AND (NOT $7::bool OR e.xid < pg_snapshot_xmin(pg_current_snapshot())::text::bigint)
+    ORDER BY e.xid, e.id
+    LIMIT $4
+), last AS (
+    SELECT b.xid, b.id, (SELECT count(*) FROM batch)::int AS n
+    FROM batch b
+    ORDER BY b.xid DESC, b.id DESC
+    LIMIT 1
+), matched AS (
+    SELECT b.*, m.event, hooks.ids
+    FROM batch b
+    JOIN unnest($5::text[], $6::text[]) AS m(kind, event) ON m.kind = b.type
+    CROSS JOIN LATERAL (
+        SELECT array_agg(w.id ORDER BY w.id) AS ids
+        FROM pgqueue_webhooks w
+        WHERE w.namespace = $1
+          AND w.enabled
+          AND m.event = ANY (w.events)
+          AND (w.queue IS NULL OR w.queue = b.queue)
+          AND NOT pg_visible_in_snapshot(b.xid::text::xid8, w.created_snapshot)
+          AND NOT EXISTS (SELECT 1 FROM pgqueue_webhook_deliveries d
+                          WHERE d.namespace = $1 AND d.webhook_id = w.id
+                            AND d.event_id = b.id)
+    ) AS hooks
+    WHERE hooks.ids IS NOT NULL
+)
+SELECT l.xid AS last_xid, l.id AS last_id, l.n,
+       x.id, x.queue, x.job_id, x.type, x.payload, x.event, x.ids AS webhook_ids,
+       (extract(epoch FROM x.created_at) * 1000)::float8 AS ts
+FROM last l
+LEFT JOIN matched x ON true
+ORDER BY x.xid, x.id
+
+-- name: webhook_delivery_queue
+-- Queue deliveries; one already queued for the same (webhook, event) is kept
+-- as it is.  Aligned arrays: $2 delivery ids, $3 webhook ids, $4 event ids,
+-- $5 webhook events, $6 queues, $7 job ids, $8 bodies, $9 event times (ms).
+-- $1 namespace, $10 max attempts.  Returns how many were queued.
+WITH queued AS (
+    INSERT INTO pgqueue_webhook_deliveries AS d (
+        namespace, id, webhook_id, event_id, event, queue, job_id, event_at, body, max_attempts)
+    SELECT $1, i.id, i.webhook_id, i.event_id, i.event, i.queue, i.job_id,
+           to_timestamp(i.ts / 1000), i.body, $10::int
+    FROM unnest($2::text[], $3::text[], $4::bigint[], $5::text[], $6::text[], $7::text[],
+                $8::text[], $9::float8[])
+         AS i(id, webhook_id, event_id, event, queue, job_id, body, ts)
+    ON CONFLICT (namespace, webhook_id, event_id) DO NOTHING
+    RETURNING 1
+)
+SELECT count(*)::int FROM queued
+
+-- name: webhook_cursor_advance
+-- Move the (locked) webhook cursor forward to ($2 xid, $3 id), in the
+-- transaction that queued the deliveries of the events up to there.
+-- $1 namespace.
+UPDATE pgqueue_webhook_cursor c
+SET xid = $2::bigint, event_id = $3::bigint, updated_at = statement_timestamp()
+WHERE c.namespace = $1 AND (c.xid, c.event_id) < ($2::bigint, $3::bigint)
+
+-- name: webhook_insert
+-- Register a webhook.  $1 namespace, $2 id, $3 url, $4 events, $5 queue
+-- filter (NULL: every queue), $6 secret (NULL: unsigned).
+INSERT INTO pgqueue_webhooks (namespace, id, url, events, queue, secret)
+VALUES ($1, $2, $3, $4::text[], $5::text, $6::text)
+RETURNING id, url, events, queue, secret IS NOT NULL AS has_secret, enabled,
+          (extract(epoch FROM created_at) * 1000)::float8 AS created_at
+
+-- name: webhook_delete
+-- Remove a webhook and its deliveries (log included).  $1 namespace, $2 id.
+-- Returns the id (no row: unknown).
+DELETE FROM pgqueue_webhooks w WHERE w.namespace = $1 AND w.id = $2 RETURNING w.id
+
+-- name: webhook_set_enabled
+-- Enable or disable a webhook.  $1 namespace, $2 id, $3 enabled.  Returns
+-- the id (no row: unknown).
+UPDATE pgqueue_webhooks w
+SET enabled = $3::bool, updated_at = statement_timestamp()
+WHERE w.namespace = $1 AND w.id = $2
+RETURNING w.id
+
+-- name: webhook_exists
+-- Whether webhook $2 exists.  $1 namespace.
+SELECT EXISTS (SELECT 1 FROM pgqueue_webhooks w WHERE w.namespace = $1 AND w.id = $2)
+
+-- name: webhook_list
+-- Webhooks in registration order with their delivery counts by status
+-- (kept deliveries only: the log is pruned).  $1 namespace, $2 limit.
+SELECT w.id, w.url, w.events, w.queue, w.secret IS NOT NULL AS has_secret, w.enabled,
+       (extract(epoch FROM w.created_at) * 1000)::float8 AS created_at,
+       (extract(epoch FROM w.last_triggered_at) * 1000)::float8 AS last_triggered_at,
+       w.success_count, w.failure_count,
+       coalesce(s.pending, 0)::bigint AS pending,
+       coalesce(s.delivered, 0)::bigint AS delivered,
+       coalesce(s.failed, 0)::bigint AS failed
+FROM pgqueue_webhooks w
+LEFT JOIN (
+    SELECT d.webhook_id,
+           count(*) FILTER (WHERE d.status IN ('pending', 'delivering')) AS pending,
+           count(*) FILTER (WHERE d.status = 'delivered') AS delivered,
+           count(*) FILTER (WHERE d.status = 'failed') AS failed
+    FROM pgqueue_webhook_deliveries d
+    WHERE d.namespace = $1
+    GROUP BY d.webhook_id
+) s ON s.webhook_id = w.id
+WHERE w.namespace = $1
+ORDER BY w.created_at, w.id
+LIMIT $2
+
+-- name: webhook_delivery_list
+-- The delivery log of webhook $2, newest event first, optionally of one
+-- status $3 (NULL: any), at most $4.  $1 namespace.
+SELECT d.id, d.webhook_id, d.event_id, d.event, d.queue, d.job_id, d.status, d.attempts,
+       d.max_attempts, d.last_status_code, d.last_error, d.body,
+       (extract(epoch FROM d.event_at) * 1000)::float8 AS event_at,
+       (extract(epoch FROM d.created_at) * 1000)::float8 AS created_at,
+       (extract(epoch FROM d.last_attempt_at) * 1000)::float8 AS last_attempt_at,
+       (extract(epoch FROM d.next_attempt_at) * 1000)::float8 AS next_attempt_at,
+       (extract(epoch FROM d.delivered_at) * 1000)::float8 AS delivered_at
+FROM pgqueue_webhook_deliveries d
+WHERE d.namespace = $1 AND d.webhook_id = $2 AND ($3::text IS NULL OR d.status = $3::text)
+ORDER BY d.event_id DESC
+LIMIT $4
+
+-- name: webhook_delivery_claim
+-- Claim up to $2 due deliveries of enabled webhooks: pending ones whose
+-- next attempt is due, and delivering ones whose lease ended (the broker
+-- delivering them stopped), with attempts left.  Each attempt gets a fresh
+-- lease token and a lease of $3 ms on the database clock (kept in
+-- next_attempt_at).  $1 namespace.
+WITH due AS (
+    SELECT d.id
+    FROM pgqueue_webhook_deliveries d
+    JOIN pgqueue_webhooks w ON w.namespace = d.namespace AND w.id = d.webhook_id
+    WHERE d.namespace = $1
+      AND d.status IN ('pending', 'delivering')
+      AND d.next_attempt_at <= statement_timestamp()
+      AND d.attempts < d.max_attempts
+      AND w.enabled
+    ORDER BY d.next_attempt_at, d.id
+    LIMIT $2
+    FOR UPDATE OF d SKIP LOCKED
+)
+UPDATE pgqueue_webhook_deliveries d
+SET status = 'delivering',
+    attempts = d.attempts + 1,
+    lease_token = gen_random_uuid(),
+    next_attempt_at = statement_timestamp() + $3::bigint * interval '1 millisecond',
+    last_attempt_at = statement_timestamp()
+FROM due, pgqueue_webhooks w
+WHERE d.namespace = $1 AND d.id = due.id AND w.namespace = $1 AND w.id = d.webhook_id
+RETURNING d.id, d.webhook_id, d.event, d.body, d.attempts, d.max_attempts,
+          d.lease_token::text AS lease_token,
+          (extract(epoch FROM d.event_at) * 1000)::float8 AS event_at, w.url, w.secret
+
+-- name: webhook_delivery_record
+-- Record attempts, each a compare-and-set on the claim's lease token (the
+-- late result of a claim that was taken over changes nothing).  Aligned
+-- arrays: $2 delivery ids, $3 lease tokens, $4 outcomes ('delivered' |
+-- 'retry' | 'failed'), $5 HTTP status codes, $6 errors, $7 retry delays (ms).
+-- Counts successes and final failures on the webhooks.  $1 namespace.
+-- Returns the ids recorded.
+WITH input AS (
+    SELECT *
+    FROM unnest($2::text[], $3::uuid[], $4::text[], $5::int[], $6::text[], $7::bigint[])
+         AS i(id, token, outcome, status_code, error, delay_ms)
+), recorded AS (
+    UPDATE pgqueue_webhook_deliveries d
+    SET status = CASE WHEN i.outcome = 'retry' THEN 'pending' ELSE i.outcome END,
+        next_attempt_at = statement_timestamp()
+            + coalesce(i.delay_ms, 0) * interval '1 millisecond',
+        lease_token = NULL,
+        last_status_code = i.status_code,
+        last_error = i.error,
+        delivered_at = CASE WHEN i.outcome = 'delivered' THEN statement_timestamp() END
+    FROM input i
+    WHERE d.namespace = $1 AND d.id = i.id AND d.status = 'delivering' AND d.lease_token = i.token
+    RETURNING d.id, d.webhook_id, i.outcome
+), counted AS (
+    UPDATE pgqueue_webhooks w
+    SET success_count = w.success_count + c.delivered,
+        failure_count = w.failure_count + c.failed,
+        last_triggered_at = CASE WHEN c.delivered > 0 THEN statement_timestamp()
+                                 ELSE w.last_triggered_at END
+    FROM (SELECT r.webhook_id,
+                 count(*) FILTER (WHERE r.outcome = 'delivered') AS delivered,
+                 count(*) FILTER (WHERE r.outcome = 'failed') AS failed
+          FROM recorded r
+          GROUP BY r.webhook_id) c
+    WHERE w.namespace = $1 AND w.id = c.webhook_id
+)
+SELECT r.id FROM recorded r
+
+-- name: webhook_delivery_fail_spent
+-- Deliveries whose last attempt's lease ended without a result (the broker
+-- delivering them stopped) and that have no attempt left: failed.
+-- $1 namespace.  Returns how many.
+WITH spent AS (
+    UPDATE pgqueue_webhook_deliveries d
+    SET status = 'failed',
+        lease_token = NULL,
+        last_error = 'the last attempt was interrupted (its broker stopped) and no attempt is left'
+    WHERE d.namespace = $1
+      AND d.status = 'delivering'
+      AND d.next_attempt_at <= statement_timestamp()
+      AND d.attempts >= d.max_attempts
+    RETURNING d.webhook_id
+), counted AS (
+    UPDATE pgqueue_webhooks w
+    SET failure_count = w.failure_count + c.n
+    FROM (SELECT s.webhook_id, count(*) AS n FROM spent s GROUP BY s.webhook_id) c
+    WHERE w.namespace = $1 AND w.id = c.webhook_id
+)
+SELECT count(*)::int FROM spent
+
+-- name: webhook_delivery_prune
+-- Delete up to $3 finished (delivered or failed) deliveries queued more than
+-- $2 ms ago.  $1 namespace.  Returns how many.
+WITH old AS (
+    SELECT d.id
+    FROM pgqueue_webhook_deliveries d
+    WHERE d.namespace = $1
+      AND d.status IN ('delivered', 'failed')
+      AND d.created_at < statement_timestamp() - $2::bigint * interval '1 millisecond'
+    ORDER BY d.created_at
+    LIMIT $3
+), deleted AS (
+    DELETE FROM pgqueue_webhook_deliveries d
+    USING old
+    WHERE d.namespace = $1 AND d.id = old.id
+    RETURNING 1
+)
+SELECT count(*)::int FROM deleted
