@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from pgqueue.client import FlowProducer, Job, Queue, QueueEvents, Worker
 from pgqueue.config import Config
 from pgqueue.errors import (
     AlreadyFinalized,
     BrokerFenced,
     DuplicateJob,
+    JobFailed,
     JobNotFound,
     LeaseLost,
     PgQueueError,
@@ -14,7 +16,7 @@ from pgqueue.errors import (
     ValidationError,
 )
 from pgqueue.manager import PostgresQueueManager
-from pgqueue.manager.models import AckItem, ClaimedJob, ItemOutcome, Job, JobCounts
+from pgqueue.manager.models import AckItem, ClaimedJob, ItemOutcome, JobCounts
 
 __all__ = [
     "AckItem",
@@ -23,15 +25,20 @@ __all__ = [
     "ClaimedJob",
     "Config",
     "DuplicateJob",
+    "FlowProducer",
     "ItemOutcome",
     "Job",
     "JobCounts",
+    "JobFailed",
     "JobNotFound",
     "LeaseLost",
     "PgQueueError",
     "PostgresQueueManager",
+    "Queue",
+    "QueueEvents",
     "UnrecoverableError",
     "ValidationError",
+    "Worker",
 ]
 
 __version__ = "0.1.0"

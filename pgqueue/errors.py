@@ -25,6 +25,7 @@ Driver errors (asyncpg, psycopg) are translated at one edge,
     ├── ConnectionLost              a client connection dropped (retryable)
     ├── CommandTimeout              no answer in time (outcome unknown for writes)
     ├── RemoteError                 a broker answered ``{ok: false, error}``
+    ├── JobFailed                   a job awaited with ``wait_for`` failed for good
     └── UnrecoverableError          raised by a job handler: fail without retries
 """
 
@@ -44,6 +45,7 @@ __all__ = [
     "FrameTooLarge",
     "IndeterminateCommit",
     "InvalidState",
+    "JobFailed",
     "JobNotFound",
     "LeaseLost",
     "PgQueueError",
@@ -164,6 +166,15 @@ class CommandTimeout(PgQueueError):
 
 class RemoteError(PgQueueError):
     """The broker answered with an error."""
+
+
+class JobFailed(PgQueueError):
+    """The job failed for good (dead-lettered); ``failed_reason`` says why."""
+
+    def __init__(self, job_id: str, failed_reason: str | None = None) -> None:
+        super().__init__(f"Job {job_id} failed: {failed_reason or 'unknown reason'}")
+        self.job_id = job_id
+        self.failed_reason = failed_reason
 
 
 class UnrecoverableError(PgQueueError):

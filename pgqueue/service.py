@@ -38,9 +38,11 @@ class Service:
         self.stopped.clear()
         self._task = asyncio.create_task(self._main(), name=f"pgqueue:{self.name}")
         started = asyncio.create_task(self.started.wait())
-        done, _ = await asyncio.wait({started, self._task}, return_when=asyncio.FIRST_COMPLETED)
+        try:
+            done, _ = await asyncio.wait({started, self._task}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            started.cancel()  # no waiter left behind, even when this start is cancelled
         if started not in done:
-            started.cancel()
             self._task.result()
 
     async def _main(self) -> None:

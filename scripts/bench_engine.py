@@ -36,8 +36,14 @@ SECTION_END = "<!-- bench_engine:end -->"
 
 def manager(dsn: str, broker: str, pool: int) -> PostgresQueueManager:
     return PostgresQueueManager(
-        Config(dsn=dsn, namespace="bench", broker_id=broker, pool_min_size=1,
-               pool_max_size=pool, run_maintenance=False)
+        Config(
+            dsn=dsn,
+            namespace="bench",
+            broker_id=broker,
+            pool_min_size=1,
+            pool_max_size=pool,
+            run_maintenance=False,
+        )
     )
 
 
@@ -104,8 +110,12 @@ def write_section(text: str) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--dsn", default=os.environ.get("PGQUEUE_BENCH_DSN",
-                                                        "postgresql://postgres@127.0.0.1:5432/postgres"))
+    parser.add_argument(
+        "--dsn",
+        default=os.environ.get(
+            "PGQUEUE_BENCH_DSN", "postgresql://postgres@127.0.0.1:5432/postgres"
+        ),
+    )
     parser.add_argument("--jobs", type=int, default=100_000)
     parser.add_argument("--chunk", type=int, default=5_000)
     parser.add_argument("--consumers", type=int, default=4)
@@ -122,7 +132,9 @@ def main() -> None:
         finally:
             drop_database(args.dsn, name)
         runs.append(result)
-        print(f"run {i + 1}: push {result['push']:,.0f} jobs/s, drain {result['drain']:,.0f} jobs/s")
+        print(
+            f"run {i + 1}: push {result['push']:,.0f} jobs/s, drain {result['drain']:,.0f} jobs/s"
+        )
     push = statistics.median(r["push"] for r in runs)
     drain = statistics.median(r["drain"] for r in runs)
     print(f"median of {len(runs)}: push {push:,.0f} jobs/s, drain {drain:,.0f} jobs/s")

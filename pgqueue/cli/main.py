@@ -8,12 +8,12 @@ import sys
 from collections.abc import Sequence
 
 from pgqueue import __version__
-from pgqueue.cli import migrate_cmd, serve_cmd
+from pgqueue.cli import migrate_cmd, serve_cmd, worker_cmd
 from pgqueue.errors import PgQueueError
 
 __all__ = ["build_parser", "main"]
 
-COMMANDS = (serve_cmd, migrate_cmd)
+COMMANDS = (serve_cmd, migrate_cmd, worker_cmd)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -15,8 +15,12 @@ from pgqueue.errors import ConfigError
 
 __all__ = ["open_transport"]
 
-EMBEDDED_OPTIONS = {"namespace": str, "pool_max_size": int, "lease_ms": int,
-                    "poll_interval_ms": int}
+EMBEDDED_OPTIONS = {
+    "namespace": str,
+    "pool_max_size": int,
+    "lease_ms": int,
+    "poll_interval_ms": int,
+}
 
 
 def open_transport(connection: str | Transport, **options: Any) -> Transport:

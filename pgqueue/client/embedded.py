@@ -193,7 +193,7 @@ class EmbeddedTransport:
 
     async def get_dlq(self, queue: str, limit: int, offset: int) -> list[dict[str, Any]]:
         entries = await self.manager.list_dlq(queue, limit=limit, offset=offset)
-        return [entry.as_dict() for entry in entries]
+        return [{"job": job_view(entry.job), **entry.as_dict()} for entry in entries]
 
     async def retry_dlq(self, queue: str, job_id: str | None) -> int:
         return await self.manager.redrive(queue, actor="sdk", job_id=job_id)
@@ -206,6 +206,16 @@ class EmbeddedTransport:
     async def events(self, queue: str, after: str | None) -> AsyncIterator[TransportEvent]:
         subscription = await self.manager.subscribe_events(queue, after=after)
         try:
+            # The subscription exists: events from here on will come (a marker
+            # carrying the start position, so a consumer knows it is live).
+            yield TransportEvent(
+                event_type="subscribed",
+                queue=queue,
+                job_id="",
+                timestamp=0.0,
+                body={},
+                cursor=str(subscription.token),
+            )
             async for event in subscription:
                 yield TransportEvent(
                     event_type=event.type,

@@ -176,5 +176,10 @@ class Transport(Protocol):
     # events
     def events(self, queue: str, after: str | None) -> AsyncIterator[TransportEvent]:
         """Events of ``queue`` from now on (or after a cursor), resuming across
-        reconnects without gaps or duplicates."""
+        reconnects without gaps or duplicates.
+
+        The first item is a ``subscribed`` marker (empty ``job_id``) whose
+        ``cursor`` is the start position: once it arrived, the subscription is
+        live and resuming from that cursor misses nothing.
+        """
         ...

@@ -45,7 +45,8 @@ def is_connection_error(exc: BaseException) -> bool:
         return str(state).startswith(("08", "57P"))
     return isinstance(
         exc,
-        asyncpg.PostgresConnectionError
+        asyncpg.exceptions.InternalClientError
+        | asyncpg.PostgresConnectionError
         | asyncpg.exceptions.ConnectionDoesNotExistError
         | asyncpg.InterfaceError
         | psycopg.OperationalError

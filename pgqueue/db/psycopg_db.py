@@ -29,7 +29,7 @@ def _params(args: tuple[Any, ...]) -> dict[str, Any]:
     return {f"p{i}": value for i, value in enumerate(args, start=1)}
 
 
-def _configure_adapters(conn: psycopg.AsyncConnection[Any]) -> None:
+def _configure_adapters(conn: psycopg.AsyncConnection[Any] | psycopg.AsyncCursor[Any]) -> None:
     conn.adapters.register_loader("jsonb", TextLoader)
     conn.adapters.register_loader("json", TextLoader)
 
@@ -43,7 +43,11 @@ class ConnectionExecutor:
 
     async def fetch(self, query: Query, *args: Any) -> list[Row]:
         with translating(write_sent=self._write_sent and query.writes):
-            cur = await self._conn.execute(query.psycopg_sql, _params(args))
+            # Dict rows and JSON as text whatever the connection's own settings
+            # (it may be an application's connection: transactional enqueue).
+            cur = self._conn.cursor(row_factory=dict_row)
+            _configure_adapters(cur)
+            await cur.execute(query.psycopg_sql, _params(args))
             if cur.description is None:
                 return []
             return cast(list[Row], await cur.fetchall())

@@ -418,7 +418,8 @@ class WebhookDelivery(Service):
                 except PgQueueError as exc:
                     log.warning("webhook delivery pass failed: %s", exc)
                 with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._wake.wait(), self._interval)
+                    async with asyncio.timeout(self._interval):
+                        await self._wake.wait()
                 self._wake.clear()
                 await asyncio.sleep(MIN_PASS_GAP_S)  # NOTIFY storms: one pass per gap
         finally:

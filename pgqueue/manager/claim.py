@@ -88,4 +88,5 @@ async def pull_batch(
             if jobs or remaining <= 0:
                 return jobs
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(asyncio.shield(woken), min(remaining, poll))
+                async with asyncio.timeout(min(remaining, poll)):
+                    await asyncio.shield(woken)

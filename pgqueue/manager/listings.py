@@ -130,4 +130,5 @@ async def wait_for_job(ctx: EngineContext, job_id: str, timeout_ms: int) -> tupl
             if remaining <= 0:
                 return False, None
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(asyncio.shield(woken), min(remaining, poll))
+                async with asyncio.timeout(min(remaining, poll)):
+                    await asyncio.shield(woken)

@@ -153,7 +153,8 @@ class Notifier(Service):
                     delay = 0.1
                     while True:
                         try:
-                            note = await asyncio.wait_for(listener.get(), ping_every)
+                            async with asyncio.timeout(ping_every):
+                                note = await listener.get()
                         except TimeoutError:
                             await listener.ping()
                             continue

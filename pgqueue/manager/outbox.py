@@ -338,7 +338,8 @@ class OutboxReader(Service):
         interval = self._config.poll_interval_ms / 1000
         while True:
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._wake.wait(), interval)
+                async with asyncio.timeout(interval):
+                    await self._wake.wait()
             self._wake.clear()
             try:
                 await self._fast_path()

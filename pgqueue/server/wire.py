@@ -221,6 +221,7 @@ def event_to_wire(event: Event) -> dict[str, Any] | None:
         "jobId": event.job_id or "",
         "timestamp": timestamp,
         "eventId": event.resume,
+        "seq": event.id,
     }
     if event.type == "completed":
         body["data"] = payload.get("returnvalue")

@@ -46,8 +46,9 @@ def _manager(dsn: str, pool: int) -> PostgresQueueManager:
     from pgqueue import Config
 
     return PostgresQueueManager(
-        Config(dsn=dsn, namespace="bench", pool_min_size=1, pool_max_size=pool,
-               run_maintenance=False)
+        Config(
+            dsn=dsn, namespace="bench", pool_min_size=1, pool_max_size=pool, run_maintenance=False
+        )
     )
 
 

@@ -11,12 +11,24 @@ PACKAGE = Path(__file__).resolve().parents[2] / "pgqueue"
 
 # layer -> packages it must never import
 FORBIDDEN = {
-    "db": ("pgqueue.manager", "pgqueue.maintenance", "pgqueue.server", "pgqueue.client",
-           "pgqueue.protocol", "pgqueue.cli"),
+    "db": (
+        "pgqueue.manager",
+        "pgqueue.maintenance",
+        "pgqueue.server",
+        "pgqueue.client",
+        "pgqueue.protocol",
+        "pgqueue.cli",
+    ),
     "manager": ("pgqueue.server", "pgqueue.client", "pgqueue.protocol", "pgqueue.cli"),
     "maintenance": ("pgqueue.server", "pgqueue.client", "pgqueue.protocol", "pgqueue.cli"),
-    "protocol": ("pgqueue.db", "pgqueue.manager", "pgqueue.maintenance", "pgqueue.server",
-                 "pgqueue.client", "pgqueue.cli"),
+    "protocol": (
+        "pgqueue.db",
+        "pgqueue.manager",
+        "pgqueue.maintenance",
+        "pgqueue.server",
+        "pgqueue.client",
+        "pgqueue.cli",
+    ),
     "client": ("pgqueue.server", "pgqueue.cli"),
     "server": ("pgqueue.client", "pgqueue.cli"),
 }

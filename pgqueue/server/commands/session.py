@@ -50,7 +50,10 @@ async def subscribe_events(req: Request) -> dict[str, Any] | None:
     queue = req.fields.queue()
     after = req.fields.opt_str("after", max_len=20_000)
     await req.broker.subscribe(req.client, queue, after)
-    return None
+    subscription = req.client.subscription
+    # A pgqueue extension: where the subscription starts, so that a client whose
+    # stream drops before its first event can resume from here without a gap.
+    return None if subscription is None else {"cursor": str(subscription.token)}
 
 
 @command("UnsubscribeEvents")

@@ -1,0 +1,214 @@
+"""Auto-batching: concurrent single pushes travel together as one PUSHB.
+
+Each ``submit(queue, entry)`` joins its queue's open batch.  A batch leaves
+
+- at once when it holds ``max_jobs`` (50) jobs;
+- at the end of the current event-loop step when fewer than ``max_inflight``
+  batches are on the way (so a lone push pays no delay, and the pushes made
+  in one step — ``asyncio.gather`` of many ``add()`` — travel together);
+- otherwise when a batch in flight comes back, or after ``max_delay``
+  (5 ms) at the latest.
+
+Every caller gets its own id or its own error.  Jobs were validated one by
+one before they got here; a PUSHB is all-or-nothing, so when the broker
+refuses a batch, nothing of it was admitted: if the error names a job
+(``jobs[i]: ...``) that job gets it (without the prefix) and the others are
+sent again without it; otherwise each job is sent again on its own, so that
+each learns its own outcome.  An outcome the client cannot know (the
+connection broke, no answer in time) reaches every job of the batch and
+nothing is re-sent.  Jobs with dependencies, a parent or a dedup strategy
+travel alone (their admission can fail on its own, and takes the engine's
+slower graph path); two jobs with the same custom id or unique key never
+share a batch (each gets what a PUSH of its own would give).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import re
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from pgqueue.errors import CommandTimeout, ConnectionLost, IndeterminateCommit, PgQueueError
+
+__all__ = ["AutoBatcher", "SendBatch"]
+
+SendBatch = Callable[[str, list[dict[str, Any]]], Awaitable[list[str]]]
+"""``send(queue, entries) -> ids``: one PUSHB; raises for the whole batch."""
+
+_JOB_INDEX = re.compile(r"^jobs\[(\d+)\]: ")
+_SOLO_FIELDS = ("dependsOn", "parentId", "dedup")
+
+OUTCOME_UNKNOWN = (ConnectionLost, CommandTimeout, IndeterminateCommit)
+"""Errors after which a batch may or may not have been admitted: never re-sent here."""
+
+
+@dataclass(eq=False)
+class _Batch:
+    queue: str
+    entries: list[dict[str, Any]] = field(default_factory=list)
+    futures: list[asyncio.Future[str]] = field(default_factory=list)
+    keys: set[tuple[str, str]] = field(default_factory=set)
+    timer: asyncio.TimerHandle | None = None
+    scheduled: bool = False
+
+
+def _keys(entry: dict[str, Any]) -> set[tuple[str, str]]:
+    keys = set()
+    if entry.get("customId") is not None:
+        keys.add(("id", str(entry["customId"])))
+    if entry.get("uniqueKey") is not None:
+        keys.add(("key", str(entry["uniqueKey"])))
+    return keys
+
+
+class AutoBatcher:
+    """Coalesces single pushes into PUSHB frames (see the module docstring)."""
+
+    def __init__(
+        self,
+        send: SendBatch,
+        *,
+        max_jobs: int = 50,
+        max_delay: float = 0.005,
+        max_inflight: int = 4,
+    ) -> None:
+        self._send = send
+        self.max_jobs = max_jobs
+        self.max_delay = max_delay
+        self.max_inflight = max_inflight
+        self._open: dict[str, _Batch] = {}
+        self._tasks: set[asyncio.Task[None]] = set()
+        self.batches = 0
+        self.jobs = 0
+
+    async def submit(self, queue: str, entry: dict[str, Any]) -> str:
+        """Push one PUSHB entry (``customId`` for a custom id); return its job id."""
+        loop = asyncio.get_running_loop()
+        if any(entry.get(name) for name in _SOLO_FIELDS):
+            return await self._solo(queue, entry)
+        keys = _keys(entry)
+        batch = self._open.get(queue)
+        if batch is not None and batch.keys & keys:
+            self._flush(batch)
+            batch = None
+        if batch is None:
+            batch = self._open[queue] = _Batch(queue)
+            batch.timer = loop.call_later(self.max_delay, self._flush, batch)
+        future: asyncio.Future[str] = loop.create_future()
+        batch.entries.append(entry)
+        batch.futures.append(future)
+        batch.keys |= keys
+        if len(batch.entries) >= self.max_jobs:
+            self._flush(batch)
+        elif len(self._tasks) < self.max_inflight and not batch.scheduled:
+            batch.scheduled = True
+            loop.call_soon(self._flush_if_free, batch)
+        return await future
+
+    async def _solo(self, queue: str, entry: dict[str, Any]) -> str:
+        """A job with dependencies, a parent or a dedup strategy travels alone: its
+        admission can fail on its own (an unknown dependency) and takes the graph path."""
+        future: asyncio.Future[str] = asyncio.get_running_loop().create_future()
+        task = asyncio.create_task(self._deliver(queue, [entry], [future]))
+        self._tasks.add(task)
+        task.add_done_callback(self._done)
+        return await future
+
+    def _flush_if_free(self, batch: _Batch) -> None:
+        batch.scheduled = False
+        if len(self._tasks) < self.max_inflight:
+            self._flush(batch)
+
+    def _flush(self, batch: _Batch) -> None:
+        if self._open.get(batch.queue) is not batch:
+            return  # already sent
+        del self._open[batch.queue]
+        if batch.timer is not None:
+            batch.timer.cancel()
+        task = asyncio.create_task(self._run(batch), name="pgqueue:autobatch")
+        self._tasks.add(task)
+        task.add_done_callback(self._done)
+
+    def _done(self, task: asyncio.Task[None]) -> None:
+        self._tasks.discard(task)
+        for batch in list(self._open.values()):
+            if len(self._tasks) >= self.max_inflight:
+                break
+            self._flush(batch)
+
+    async def _run(self, batch: _Batch) -> None:
+        await self._deliver(batch.queue, batch.entries, batch.futures)
+
+    async def _deliver(
+        self, queue: str, entries: list[dict[str, Any]], futures: list[asyncio.Future[str]]
+    ) -> None:
+        while entries:
+            self.batches += 1
+            self.jobs += len(entries)
+            try:
+                ids = await self._send(queue, entries)
+            except OUTCOME_UNKNOWN as exc:
+                _fail(futures, exc)
+                return
+            except PgQueueError as exc:  # refused: nothing of the batch was admitted
+                if len(entries) == 1:
+                    _fail(futures, _single(exc))
+                    return
+                match = _JOB_INDEX.match(exc.message)
+                index = int(match.group(1)) if match else -1
+                if not 0 <= index < len(entries):
+                    # Whose fault is it?  Each job goes again on its own.
+                    await asyncio.gather(
+                        *(
+                            self._deliver(queue, [e], [f])
+                            for e, f in zip(entries, futures, strict=True)
+                        )
+                    )
+                    return
+                _fail([futures[index]], _single(exc))
+                entries = entries[:index] + entries[index + 1 :]
+                futures = futures[:index] + futures[index + 1 :]
+                continue
+            except Exception as exc:  # a bug below: every caller learns of it
+                _fail(futures, exc)
+                return
+            except asyncio.CancelledError:
+                for future in futures:
+                    future.cancel()
+                raise
+            for future, job_id in zip(futures, ids, strict=True):
+                if not future.done():
+                    future.set_result(job_id)
+            return
+
+    @property
+    def waiting(self) -> int:
+        """Jobs in batches that have not left yet."""
+        return sum(len(batch.entries) for batch in self._open.values())
+
+    async def close(self) -> None:
+        """Send what is waiting and wait for every batch on the way."""
+        while self._open or self._tasks:
+            for batch in list(self._open.values()):
+                self._flush(batch)
+            if self._tasks:
+                await asyncio.wait(set(self._tasks))
+
+
+def _fail(futures: list[asyncio.Future[str]], exc: BaseException) -> None:
+    for future in futures:
+        if not future.done():
+            future.set_exception(exc)
+
+
+def _single(exc: PgQueueError) -> PgQueueError:
+    """The error of one job of a batch, as a push of its own would raise it."""
+    match = _JOB_INDEX.match(exc.message)
+    if match is None:
+        return exc
+    single = copy.copy(exc)
+    single.args = (exc.message[match.end() :],)
+    return single

@@ -1,0 +1,181 @@
+"""``Job``: one job as the SDK shows it, with the calls a handler makes on it.
+
+A job comes from ``Queue.add`` (id, name, data, options), from a query
+(``Queue.get_job``: the stored job with its state) or from a worker's pull
+(then it also carries the claim: :attr:`Job.token` and :attr:`Job.fence`).
+Attribute names follow BullMQ in snake_case (``attempts_made``,
+``processed_on``, ``returnvalue``, ...); :attr:`Job.raw` keeps the job in
+bunqueue's wire shape.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping
+from typing import TYPE_CHECKING, Any
+
+from pgqueue.errors import ConfigError
+
+if TYPE_CHECKING:
+    from pgqueue.client.transport import Transport
+
+__all__ = ["Job"]
+
+
+def _float(value: Any) -> float | None:
+    return None if value is None else float(value)
+
+
+class Job:
+    """One job (see the module docstring)."""
+
+    __slots__ = (
+        "_completed_in",
+        "_transport",
+        "_waiter",
+        "attempts_made",
+        "data",
+        "failed_reason",
+        "fence",
+        "finished_on",
+        "id",
+        "max_attempts",
+        "name",
+        "opts",
+        "parent_id",
+        "priority",
+        "processed_on",
+        "progress",
+        "queue_name",
+        "raw",
+        "returnvalue",
+        "stacktrace",
+        "state",
+        "timestamp",
+        "token",
+    )
+
+    def __init__(
+        self,
+        transport: Transport,
+        job_id: str,
+        name: str,
+        data: Any,
+        queue_name: str,
+        *,
+        opts: Mapping[str, Any] | None = None,
+        raw: Mapping[str, Any] | None = None,
+        token: str | None = None,
+        fence: int | None = None,
+        waiter: Callable[[str, float | None], Awaitable[Any]] | None = None,
+    ) -> None:
+        raw = dict(raw or {})
+        self._transport = transport
+        self._waiter = waiter
+        self._completed_in = False
+        self.id = job_id
+        self.name = name
+        self.data = data
+        self.queue_name = queue_name
+        self.opts: dict[str, Any] = dict(opts or {})
+        self.raw = raw
+        self.token = token
+        self.fence = fence
+        self.attempts_made: int = int(raw.get("attempts") or 0)
+        self.max_attempts: int | None = raw.get("maxAttempts", self.opts.get("attempts"))
+        self.priority: int = int(raw.get("priority") or self.opts.get("priority") or 0)
+        self.progress: Any = raw.get("progress", 0)
+        self.timestamp: float | None = _float(raw.get("createdAt"))
+        self.processed_on: float | None = _float(raw.get("startedAt"))
+        self.finished_on: float | None = _float(raw.get("completedAt"))
+        self.returnvalue: Any = raw.get("returnvalue")
+        self.failed_reason: str | None = raw.get("failedReason")
+        self.stacktrace: list[str] = list(raw.get("stacktrace") or [])
+        self.parent_id: str | None = raw.get("parentId")
+        self.state: str | None = raw.get("state")
+
+    @classmethod
+    def from_wire(
+        cls,
+        transport: Transport,
+        raw: Mapping[str, Any],
+        *,
+        token: str | None = None,
+        fence: int | None = None,
+        waiter: Callable[[str, float | None], Awaitable[Any]] | None = None,
+    ) -> Job:
+        """A job from its wire dict (a query's answer or a pulled job)."""
+        return cls(
+            transport,
+            str(raw["id"]),
+            str(raw.get("name") or "default"),
+            raw.get("data"),
+            str(raw.get("queue") or ""),
+            raw=raw,
+            token=token,
+            fence=fence,
+            waiter=waiter,
+        )
+
+    def __repr__(self) -> str:
+        return f"Job(id={self.id!r}, name={self.name!r}, queue={self.queue_name!r})"
+
+    @property
+    def completed_in_transaction(self) -> bool:
+        """Whether :meth:`complete_in` completed this job (the worker will not ack it)."""
+        return self._completed_in
+
+    # -- calls a handler makes ---------------------------------------------------
+
+    async def update_progress(self, progress: Any, message: str | None = None) -> None:
+        """Record progress (a number or a JSON object) of this active job."""
+        await self._transport.update_progress(self.id, self.token, progress, message)
+        self.progress = progress
+
+    async def log(self, message: str, level: str = "info") -> None:
+        """Append a line to the job's log (``info``, ``warn`` or ``error``)."""
+        await self._transport.add_log(self.id, message, level)
+
+    async def complete_in(self, connection: Any, result: Any = None) -> None:
+        """Complete this job inside the caller's open transaction on ``connection``
+        (an asyncpg ``Connection`` or a psycopg ``AsyncConnection``): the
+        completion commits with the handler's own writes or not at all.  The
+        worker then does not ack the job (embedded transport only)."""
+        if self.token is None:
+            raise ConfigError("complete_in needs a job pulled by a Worker (it has no token)")
+        complete_in = getattr(self._transport, "complete_in", None)
+        if complete_in is None:
+            raise ConfigError(
+                "complete_in needs the embedded transport (connection='postgresql://...')"
+            )
+        await complete_in(connection, self.id, self.token, result)
+        self._completed_in = True
+        self.returnvalue = result
+
+    async def get_children_values(self) -> dict[str, Any]:
+        """Results of this job's completed children, keyed ``"<queue>:<id>"``."""
+        return await self._transport.get_children_values(self.id)
+
+    async def get_state(self) -> str:
+        """``waiting``, ``prioritized``, ``delayed``, ``active``, ``completed``,
+        ``failed``, ``waiting-children`` or ``unknown``."""
+        self.state = await self._transport.get_state(self.id)
+        return self.state
+
+    async def get_logs(self, start: int = 0, end: int = -1) -> list[dict[str, Any]]:
+        return await self._transport.get_logs(self.id, start, end)
+
+    async def remove(self) -> None:
+        await self._transport.remove(self.id)
+
+    async def promote(self) -> None:
+        await self._transport.promote(self.id)
+
+    async def retry(self) -> None:
+        """Send a dead-lettered job back to waiting."""
+        await self._transport.retry_job(self.id)
+
+    async def wait_until_finished(self, timeout: float | None = None) -> Any:
+        """The job's result once it completed (see :meth:`Queue.wait_for`)."""
+        if self._waiter is None:
+            raise ConfigError("wait with Queue.wait_for(job): this job came from no Queue")
+        return await self._waiter(self.id, timeout)

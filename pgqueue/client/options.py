@@ -1,0 +1,156 @@
+"""Typed job options, checked before anything is sent.
+
+:class:`JobOptions` lists the options ``Queue.add(name, data, **opts)``
+accepts, in Python's snake_case (BullMQ / bunqueue meaning; durations in
+milliseconds).  :func:`check_job` validates a job with the engine's own rules
+(:func:`pgqueue.manager.options.build_job_spec`), so a typo or a bad value is
+a :class:`~pgqueue.errors.ValidationError` naming the field, raised before a
+byte goes to PostgreSQL or to a broker, whichever the transport.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Literal, TypedDict
+
+from pgqueue.config import MAX_PAYLOAD_BYTES_DEFAULT
+from pgqueue.errors import ValidationError
+from pgqueue.manager.options import JOB_OPTIONS, build_job_spec, validate_queue_name
+
+__all__ = [
+    "BackoffOptions",
+    "DedupOptions",
+    "JobOptions",
+    "RateLimit",
+    "check_job",
+    "merge_options",
+]
+
+
+class BackoffOptions(TypedDict, total=False):
+    """Retry delay: ``delay * 2^(attempt-1)`` (exponential) or ``delay`` (fixed), capped."""
+
+    type: Literal["exponential", "fixed"]
+    delay: int
+    max_delay: int
+
+
+class DedupOptions(TypedDict, total=False):
+    """What a second job with the same ``unique_key`` does (default: it is refused)."""
+
+    ttl: int
+    extend: bool
+    replace: bool
+
+
+class JobOptions(TypedDict, total=False):
+    """Options of one job.  Durations are milliseconds."""
+
+    job_id: str
+    priority: int
+    lifo: bool
+    delay: int
+    attempts: int
+    backoff: int | BackoffOptions
+    timeout: int
+    ttl: int
+    stall_timeout: int
+    remove_on_complete: bool
+    remove_on_fail: bool
+    unique_key: str
+    dedup: DedupOptions
+    depends_on: list[str]
+    group_id: str
+    tags: list[str]
+    stack_trace_limit: int
+    keep_logs: int
+    timestamp: float
+    fail_parent_on_failure: bool
+    ignore_dependency_on_failure: bool
+    remove_dependency_on_failure: bool
+    continue_parent_on_failure: bool
+
+
+@dataclass(frozen=True, slots=True)
+class RateLimit:
+    """At most ``max`` jobs started per ``duration_ms`` (a worker's own limit)."""
+
+    max: int
+    duration_ms: int = 1_000
+
+    def __post_init__(self) -> None:
+        if isinstance(self.max, bool) or not isinstance(self.max, int) or self.max < 1:
+            raise ValidationError("limiter.max must be a positive integer", field="limiter.max")
+        if (
+            isinstance(self.duration_ms, bool)
+            or not isinstance(self.duration_ms, int)
+            or self.duration_ms < 1
+        ):
+            raise ValidationError(
+                "limiter.duration_ms must be a positive integer", field="limiter.duration_ms"
+            )
+
+
+# Names users bring from BullMQ / bunqueue's JavaScript API, for a helpful error.
+_CAMEL_HINTS = {
+    "jobId": "job_id",
+    "removeOnComplete": "remove_on_complete",
+    "removeOnFail": "remove_on_fail",
+    "maxAttempts": "attempts",
+    "uniqueKey": "unique_key",
+    "dependsOn": "depends_on",
+    "groupId": "group_id",
+    "stallTimeout": "stall_timeout",
+    "stackTraceLimit": "stack_trace_limit",
+    "keepLogs": "keep_logs",
+    "parentId": "(a FlowProducer)",
+    "repeat": "(not supported yet)",
+}
+
+# Set by the SDK itself (flows), not by callers of Queue.add.
+_INTERNAL = frozenset({"children_ids", "parent_id", "parent_queue", "custom_id", "max_attempts"})
+
+
+def merge_options(
+    defaults: Mapping[str, Any] | None, options: Mapping[str, Any] | None
+) -> dict[str, Any]:
+    """Per-job options over a queue's defaults (``backoff``/``dedup`` maps replace whole)."""
+    merged = dict(defaults or {})
+    merged.update(options or {})
+    return merged
+
+
+def check_job(
+    queue: str,
+    name: object,
+    data: Any,
+    options: Mapping[str, Any] | None,
+    *,
+    prefix: str = "",
+    allow_internal: bool = False,
+    max_payload_bytes: int = MAX_PAYLOAD_BYTES_DEFAULT,
+) -> None:
+    """Raise :class:`ValidationError` (naming the field) unless the job is valid."""
+    validate_queue_name(queue)
+    if options:
+        unknown = set(options) - JOB_OPTIONS
+        if not allow_internal:
+            unknown |= set(options) & _INTERNAL
+        if unknown:
+            hints = [
+                f"{key} (use {_CAMEL_HINTS[key]})" if key in _CAMEL_HINTS else key
+                for key in sorted(unknown)
+            ]
+            raise ValidationError(
+                f"{prefix}unknown job option: {', '.join(hints)}", field=min(unknown)
+            )
+    build_job_spec(
+        queue,
+        name,
+        data,
+        options,
+        max_payload_bytes=max_payload_bytes,
+        prefix=prefix,
+        queue_checked=True,
+    )

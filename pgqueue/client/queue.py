@@ -1,0 +1,347 @@
+"""``Queue``: add jobs, look at them, control the queue.
+
+    queue = Queue("emails", connection="postgresql://localhost/app")
+    job = await queue.add("welcome", {"to": "ada@example.com"}, attempts=5)
+    result = await queue.wait_for(job, timeout=30)
+
+The same code talks to brokers with ``connection="pgqueue://host:6789"``.
+With the embedded transport, ``add(..., connection=conn)`` enqueues inside
+the application's own transaction on ``conn`` (asyncpg or psycopg): the job
+exists if and only if that transaction commits.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping, Sequence
+from typing import Any, NotRequired, TypedDict, Unpack
+
+from pgqueue.client._shared import TransportOwner
+from pgqueue.client.events import QueueEvent, QueueEvents
+from pgqueue.client.job import Job
+from pgqueue.client.options import JobOptions, check_job, merge_options
+from pgqueue.client.transport import JobInput, Transport
+from pgqueue.errors import ConfigError, JobFailed, JobNotFound, ValidationError
+from pgqueue.manager.options import validate_job_id, validate_queue_name
+
+__all__ = ["MAX_BULK", "BulkJob", "Queue"]
+
+MAX_BULK = 10_000
+RECHECK_FIRST = 0.05
+RECHECK_MAX = 2.0
+
+
+class BulkJob(TypedDict):
+    """One entry of :meth:`Queue.add_bulk`."""
+
+    name: str
+    data: NotRequired[Any]
+    opts: NotRequired[JobOptions]
+
+
+class Queue(TransportOwner):
+    """A named queue (see the module docstring)."""
+
+    def __init__(
+        self,
+        name: str,
+        connection: str | Transport,
+        *,
+        default_job_options: JobOptions | None = None,
+        **transport_options: Any,
+    ) -> None:
+        super().__init__(connection, transport_options)
+        self.name = validate_queue_name(name)
+        self.default_job_options: dict[str, Any] = dict(default_job_options or {})
+        if self.default_job_options:
+            check_job(self.name, "default", None, self.default_job_options)
+        self._listener: QueueEvents | None = None
+        self._waiters: dict[str, set[asyncio.Future[QueueEvent]]] = {}
+
+    async def __aenter__(self) -> Queue:
+        await self.transport()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    async def close(self) -> None:
+        listener, self._listener = self._listener, None
+        if listener is not None:
+            await listener.close()
+        await self.close_transport()
+
+    # -- producing -------------------------------------------------------------------
+
+    def _input(
+        self, name: object, data: Any, opts: Mapping[str, Any] | None, prefix: str = ""
+    ) -> JobInput:
+        merged = merge_options(self.default_job_options, opts)
+        check_job(self.name, name, data, merged, prefix=prefix)
+        return JobInput(str(name), data, merged)
+
+    def _job(self, transport: Transport, job_id: str, job: JobInput) -> Job:
+        return Job(
+            transport,
+            job_id,
+            job.name,
+            job.data,
+            self.name,
+            opts=job.opts,
+            waiter=self._wait_for_id,
+        )
+
+    async def add(
+        self,
+        name: str,
+        data: Any = None,
+        *,
+        connection: Any = None,
+        **opts: Unpack[JobOptions],
+    ) -> Job:
+        """Add one job; returns it with its ``id`` (the live job's id when
+        ``job_id`` names a job that exists).  ``connection``: enqueue inside
+        that open transaction (embedded transport only)."""
+        job = self._input(name, data, opts)
+        transport = await self.transport()
+        if connection is not None:
+            [job_id] = await self._push_in(transport, connection, [job])
+        else:
+            job_id = await transport.push(self.name, job)
+        return self._job(transport, job_id, job)
+
+    async def add_bulk(
+        self, jobs: Sequence[BulkJob | Mapping[str, Any]], *, connection: Any = None
+    ) -> list[Job]:
+        """Add many jobs: ``[{"name", "data", "opts"}, ...]``, all validated first.
+
+        Atomic up to :data:`MAX_BULK` (10,000) jobs, the protocol's limit for one
+        batch, on both transports: a longer list goes in consecutive atomic
+        batches of 10,000.  With ``connection`` (embedded) every job is written in
+        that transaction, so the whole list commits or rolls back with it.
+        """
+        inputs = []
+        for i, entry in enumerate(jobs):
+            if not isinstance(entry, Mapping):
+                raise ValidationError(f"jobs[{i}]: must be a map", field="jobs")
+            extra = set(entry) - {"name", "data", "opts"}
+            if extra:
+                raise ValidationError(
+                    f"jobs[{i}]: unknown key: {', '.join(sorted(extra))} (options go under 'opts')",
+                    field="jobs",
+                )
+            opts = entry.get("opts")
+            if opts is not None and not isinstance(opts, Mapping):
+                raise ValidationError(f"jobs[{i}]: opts must be a map", field="opts")
+            inputs.append(
+                self._input(entry.get("name"), entry.get("data"), opts, prefix=f"jobs[{i}]: ")
+            )
+        if not inputs:
+            return []
+        transport = await self.transport()
+        if connection is not None:
+            ids = await self._push_in(transport, connection, inputs)
+        else:
+            ids = []
+            for start in range(0, len(inputs), MAX_BULK):
+                ids += await transport.push_bulk(self.name, inputs[start : start + MAX_BULK])
+        return [self._job(transport, job_id, job) for job_id, job in zip(ids, inputs, strict=True)]
+
+    async def _push_in(
+        self, transport: Transport, connection: Any, jobs: Sequence[JobInput]
+    ) -> list[str]:
+        push_in = getattr(transport, "push_in", None)
+        if push_in is None:
+            raise ConfigError(
+                "add(..., connection=...) enqueues in your transaction and needs the "
+                "embedded transport (connection='postgresql://...')"
+            )
+        ids: list[str] = await push_in(connection, self.name, jobs)
+        return ids
+
+    # -- reading -----------------------------------------------------------------------
+
+    async def get_job(self, job_id: str) -> Job | None:
+        """The job with its current state, or None."""
+        transport = await self.transport()
+        raw = await transport.get_job(validate_job_id(job_id, "job_id"))
+        if raw is None:
+            return None
+        return Job.from_wire(transport, raw, waiter=self._wait_for_id)
+
+    async def get_jobs(
+        self,
+        states: str | Sequence[str] | None = None,
+        *,
+        offset: int = 0,
+        limit: int = 100,
+        asc: bool = True,
+    ) -> list[Job]:
+        """Jobs of this queue in the given states (all states by default)."""
+        wanted = [states] if isinstance(states, str) else states
+        transport = await self.transport()
+        rows = await transport.get_jobs(self.name, wanted, offset, limit, asc)
+        return [Job.from_wire(transport, raw, waiter=self._wait_for_id) for raw in rows]
+
+    async def get_state(self, job_id: str) -> str:
+        """The job's state (``unknown`` for an id no job has)."""
+        return await (await self.transport()).get_state(validate_job_id(job_id, "job_id"))
+
+    async def get_result(self, job_id: str) -> Any:
+        """The completed job's result (None when it has none)."""
+        _, result = await (await self.transport()).get_result(validate_job_id(job_id, "job_id"))
+        return result
+
+    async def get_counts(self) -> dict[str, int]:
+        """Jobs per state: waiting, prioritized, delayed, active, completed, failed,
+        waiting-children, paused."""
+        return await (await self.transport()).get_counts(self.name)
+
+    async def get_children_values(self, job_id: str) -> dict[str, Any]:
+        return await (await self.transport()).get_children_values(job_id)
+
+    async def get_logs(self, job_id: str, start: int = 0, end: int = -1) -> list[dict[str, Any]]:
+        return await (await self.transport()).get_logs(job_id, start, end)
+
+    # -- waiting for a result --------------------------------------------------------------
+
+    async def wait_for(self, job: Job | str, timeout: float | None = None) -> Any:
+        """The job's result once it completed.
+
+        Raises :class:`~pgqueue.errors.JobFailed` when it failed for good,
+        :class:`~pgqueue.errors.JobNotFound` when it does not exist (or was
+        removed), ``TimeoutError`` after ``timeout`` seconds.  Driven by the
+        queue's events: the state is read once the subscription is live, and
+        re-read only until the subscription has shown it is live.
+        """
+        job_id = validate_job_id(job.id if isinstance(job, Job) else job, "job_id")
+        listener = await self._events()
+        done: asyncio.Future[QueueEvent] = asyncio.get_running_loop().create_future()
+        self._waiters.setdefault(job_id, set()).add(done)
+        try:
+            async with asyncio.timeout(timeout):
+                return await self._wait(job_id, listener, done)
+        except TimeoutError:
+            finished, result = await self._finished(job_id)
+            if finished:
+                return result
+            raise TimeoutError(f"job {job_id} did not finish within {timeout}s") from None
+        finally:
+            waiters = self._waiters.get(job_id)
+            if waiters is not None:
+                waiters.discard(done)
+                if not waiters:
+                    del self._waiters[job_id]
+
+    async def _wait_for_id(self, job_id: str, timeout: float | None) -> Any:
+        return await self.wait_for(job_id, timeout)
+
+    async def _wait(
+        self, job_id: str, listener: QueueEvents, done: asyncio.Future[QueueEvent]
+    ) -> Any:
+        delay = RECHECK_FIRST
+        while True:
+            if done.done():
+                return await self._outcome(job_id, done.result())
+            live = listener.confirmed.is_set()
+            finished, result = await self._finished(job_id)
+            if finished:
+                return result
+            if live:
+                return await self._outcome(job_id, await done)
+            # Until an event shows the subscription is live, an event may have
+            # gone by before it existed: re-read the state when it turns live.
+            confirmed = asyncio.ensure_future(listener.confirmed.wait())
+            watched: set[asyncio.Future[Any]] = {done, confirmed}
+            try:
+                await asyncio.wait(watched, timeout=delay)
+            finally:
+                confirmed.cancel()
+            delay = min(delay * 2, RECHECK_MAX)
+
+    async def _finished(self, job_id: str) -> tuple[bool, Any]:
+        transport = await self.transport()
+        raw = await transport.get_job(job_id)
+        if raw is None:
+            raise JobNotFound(job_id, f"Job not found: {job_id}")
+        if raw.get("state") == "completed":
+            return True, raw.get("returnvalue")
+        if raw.get("state") == "failed":
+            raise JobFailed(job_id, raw.get("failedReason"))
+        return False, None
+
+    async def _outcome(self, job_id: str, event: QueueEvent) -> Any:
+        if event.event == "completed":
+            if "returnvalue" in event.data:
+                return event.returnvalue
+            return await self.get_result(job_id)
+        if event.event == "removed":
+            raise JobNotFound(job_id, f"Job {job_id} was removed")
+        raise JobFailed(job_id, event.failed_reason)
+
+    async def _events(self) -> QueueEvents:
+        if self._listener is None:
+            listener = QueueEvents(self.name, await self.transport(), autorun=False)
+            listener.on("completed", self._on_finish)
+            listener.on("failed", self._on_finish)
+            listener.on("removed", self._on_finish)
+            listener.start()
+            self._listener = listener
+        return self._listener
+
+    def _on_finish(self, event: QueueEvent) -> None:
+        if event.event == "failed" and not event.data.get("terminal", True):
+            return  # an attempt failed; the job will be retried
+        for waiter in self._waiters.get(event.job_id, ()):
+            if not waiter.done():
+                waiter.set_result(event)
+
+    # -- control ------------------------------------------------------------------------------
+
+    async def pause(self) -> None:
+        """Stop workers everywhere from taking jobs of this queue."""
+        await (await self.transport()).pause(self.name)
+
+    async def resume(self) -> None:
+        await (await self.transport()).resume(self.name)
+
+    async def is_paused(self) -> bool:
+        return await (await self.transport()).is_paused(self.name)
+
+    async def drain(self, delayed: bool = False) -> int:
+        """Remove the waiting jobs (and the delayed ones with ``delayed=True``)."""
+        return await (await self.transport()).drain(self.name, delayed)
+
+    async def clean(self, grace_ms: int, limit: int = 1_000, state: str = "completed") -> list[str]:
+        """Remove up to ``limit`` jobs in ``state`` older than ``grace_ms``; their ids."""
+        return await (await self.transport()).clean(self.name, grace_ms, state, limit)
+
+    async def obliterate(self, force: bool = False) -> None:
+        """Remove the queue and all its jobs (``force`` even with active jobs)."""
+        await (await self.transport()).obliterate(self.name, force)
+
+    async def remove(self, job_id: str) -> None:
+        """Remove a job that is not active."""
+        await (await self.transport()).remove(validate_job_id(job_id, "job_id"))
+
+    async def promote(self, job_id: str) -> None:
+        """Make a delayed job due now."""
+        await (await self.transport()).promote(validate_job_id(job_id, "job_id"))
+
+    async def retry_job(self, job_id: str) -> None:
+        """Send a failed (dead-lettered) job back to waiting."""
+        await (await self.transport()).retry_job(validate_job_id(job_id, "job_id"))
+
+    # -- dead-letter queue ----------------------------------------------------------------------
+
+    async def get_dlq(self, limit: int = 100, offset: int = 0) -> list[dict[str, Any]]:
+        """Dead-lettered jobs of this queue: ``{job, reason, error, attempts, ...}``."""
+        return await (await self.transport()).get_dlq(self.name, limit, offset)
+
+    async def retry_dlq(self, job_id: str | None = None) -> int:
+        """Send one (or every) dead-lettered job back to waiting; how many."""
+        return await (await self.transport()).retry_dlq(self.name, job_id)
+
+    async def purge_dlq(self) -> int:
+        """Delete every dead-letter entry of this queue; how many."""
+        return await (await self.transport()).purge_dlq(self.name)

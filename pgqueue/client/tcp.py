@@ -1,0 +1,454 @@
+"""The TCP transport: the SDK to brokers over bunqueue's protocol.
+
+    transport = TcpTransport.from_url("pgqueue://b1:6789,b2:6789?token=s3cret")
+    await transport.start()
+
+Every command goes through one :class:`~pgqueue.client.pool.ConnectionPool`
+(4 pipelined connections over the listed brokers, least loaded first,
+reconnect with backoff, fail-over); event streams use connections of their
+own (:mod:`pgqueue.client.tcp_events`).  Semantics follow the embedded
+transport: same arguments, same values, same exceptions (a broker's
+``{ok: false, error}`` is mapped by :func:`~pgqueue.client.remote_errors.remote_error`).
+
+Pushes are validated here first, with the engine's rules and messages
+(:mod:`pgqueue.client.wire_options`).  Concurrent :meth:`TcpTransport.push`
+calls are coalesced into PUSHB frames (:mod:`pgqueue.client.autobatch`;
+``autobatch=false`` sends one PUSH each).
+
+When a connection drops with requests in flight:
+
+- reads (GetJob, GetState, GetResult, GetJobCounts, GetJobs, IsPaused,
+  GetChildrenValues, GetLogs, Dlq) are sent once more on another connection;
+- a push raises :class:`~pgqueue.errors.IndeterminateCommit` (it may have
+  committed; the safe retry is a re-push with the same custom id) — except a
+  push whose every job carries a custom id, which is re-sent once on another
+  connection, transparently: the broker answers a live custom id with the
+  existing job's id, so the re-send cannot create a second job while the
+  first is live (if that job already finished in the meantime, the re-send
+  admits a new generation, as any re-push with that id would);
+- every other write raises :class:`~pgqueue.errors.ConnectionLost` (retryable:
+  the caller knows whether repeating it is harmless).
+
+A lease's fence is read from its lock token (``"<fence>:<uuid>"``).  Pulls
+are sent with ``detach: true``: a job pulled over any of the pool's
+connections stays leased until it is acked, failed, released or its lease
+expires (as in the embedded transport), whichever connection carries the
+next command about it.
+
+Where a wire answer is ambiguous, the transport asks: ``Job not found or
+cannot be cancelled`` (and bunqueue's other "not found or ..." texts) is
+followed by a GetState, to raise :class:`~pgqueue.errors.JobNotFound` or
+:class:`~pgqueue.errors.InvalidState` as the engine does; ExtendLocks answers a
+count, so when only some leases were renewed each one is extended alone.
+
+Known differences from the embedded transport (limits of the wire answers):
+``ack`` reports an already-finalized job as applied (ACKB lists only stale
+claims in ``ignoredIndices``); ``get_counts`` of a paused queue reports its
+prioritized jobs under ``waiting`` (the broker lumps the ready jobs together
+when paused); event bodies carry only the payload keys the broker's event
+frames carry; a flow node's ``job_id`` becomes its id but not a custom id
+(PUSHF drops it).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections import Counter
+from collections.abc import AsyncIterator, Mapping, Sequence
+from typing import Any
+
+from pgqueue.client.autobatch import AutoBatcher
+from pgqueue.client.connection import Connection
+from pgqueue.client.pool import Backoff, ConnectionPool, Opener
+from pgqueue.client.remote_errors import remote_error
+from pgqueue.client.tcp_events import EventFeeds
+from pgqueue.client.tcp_settings import TcpSettings, parse_url
+from pgqueue.client.transport import (
+    AckRequest,
+    FailRequest,
+    JobInput,
+    Lease,
+    TransportEvent,
+)
+from pgqueue.client.wire_options import flow_entries, job_entry
+from pgqueue.errors import ConnectionLost, InvalidState, JobNotFound, LeaseLost
+from pgqueue.manager.completion import parse_fence
+from pgqueue.manager.options import validate_queue_name
+
+__all__ = ["TcpTransport"]
+
+_COUNT_KEYS = (
+    "waiting",
+    "prioritized",
+    "delayed",
+    "active",
+    "waiting-children",
+    "completed",
+    "failed",
+)
+
+
+class TcpTransport:
+    """Implements :class:`~pgqueue.client.transport.Transport` over brokers."""
+
+    def __init__(
+        self,
+        settings: TcpSettings,
+        *,
+        opener: Opener = Connection.open,
+        backoff: Backoff = Backoff(),
+    ) -> None:
+        self.settings = settings.validate()
+        self.pool = ConnectionPool(
+            settings.addresses,
+            token=settings.token,
+            size=settings.pool,
+            request_timeout=settings.timeout,
+            connect_timeout=settings.connect_timeout,
+            backoff=backoff,
+            opener=opener,
+        )
+        self.batcher: AutoBatcher | None = None
+        if settings.autobatch:
+            self.batcher = AutoBatcher(
+                self._push_entries,
+                max_jobs=settings.batch_max_jobs,
+                max_delay=settings.batch_delay_ms / 1000,
+                max_inflight=settings.pool,
+            )
+        self.feeds = EventFeeds(self.pool, ping_interval=settings.ping_interval)
+        self._workers: dict[str, dict[str, Any]] = {}
+        self._closed = False
+
+    @classmethod
+    def from_url(cls, url: str, **options: Any) -> TcpTransport:
+        """A transport for ``pgqueue://host:port[,host:port...]?...``; keyword options
+        override the URL's (see :mod:`pgqueue.client.tcp_settings`)."""
+        return cls(parse_url(url, **options))
+
+    @property
+    def frames_sent(self) -> Counter[str]:
+        """Frames sent so far, per command."""
+        return self.pool.frames
+
+    async def start(self) -> None:
+        """Connect (raises :class:`~pgqueue.errors.ConnectionLost` when no broker answers,
+        :class:`~pgqueue.errors.AuthError` when the token is refused)."""
+        await self.pool.start()
+
+    async def close(self) -> None:
+        """Send the pushes still waiting in an auto-batch, end event streams, disconnect."""
+        if self.batcher is not None:
+            await self.batcher.close()
+        self._closed = True
+        await self.feeds.close()
+        await self.pool.close()
+
+    async def _call(
+        self,
+        cmd: str,
+        fields: Mapping[str, Any],
+        *,
+        read: bool = False,
+        push: bool = False,
+        retry: bool = False,
+        timeout: float | None = None,
+        job_id: str | None = None,
+    ) -> dict[str, Any]:
+        if self._closed:
+            raise ConnectionLost(f"the transport is closed; {cmd} was not sent")
+        answer = await self.pool.request(
+            {"cmd": cmd, **fields},
+            timeout=timeout,
+            retry=read or retry,
+            commit_unknown=push,
+        )
+        if answer.get("ok") is True:
+            return answer
+        message = str(answer.get("error") or f"{cmd} failed")
+        error = remote_error(message, job_id)
+        if (
+            isinstance(error, JobNotFound)
+            and job_id
+            and message.startswith("Job not found or ")
+            and await self.get_state(job_id) != "unknown"
+        ):
+            # bunqueue's text for "missing, or in the wrong state": it exists, so the latter.
+            raise InvalidState(message, field="id")
+        raise error
+
+    # -- producing ------------------------------------------------------------
+
+    async def push(self, queue: str, job: JobInput) -> str:
+        limit = self.settings.max_payload_bytes
+        if self.batcher is not None:
+            entry, _ = job_entry(queue, job, custom_id_key="customId", max_payload_bytes=limit)
+            return await self.batcher.submit(queue, entry)
+        entry, spec = job_entry(queue, job, custom_id_key="jobId", max_payload_bytes=limit)
+        answer = await self._call(
+            "PUSH", {"queue": queue, **entry}, push=True, retry=spec.custom_id is not None
+        )
+        return str(answer["id"])
+
+    async def _push_entries(self, queue: str, entries: list[dict[str, Any]]) -> list[str]:
+        every_custom = all(entry.get("customId") is not None for entry in entries)
+        answer = await self._call(
+            "PUSHB", {"queue": queue, "jobs": entries}, push=True, retry=every_custom
+        )
+        return [str(job_id) for job_id in answer["ids"]]
+
+    async def push_bulk(self, queue: str, jobs: Sequence[JobInput]) -> list[str]:
+        validate_queue_name(queue)
+        entries = [
+            job_entry(
+                queue,
+                job,
+                custom_id_key="customId",
+                max_payload_bytes=self.settings.max_payload_bytes,
+                prefix=f"jobs[{i}]: ",
+            )[0]
+            for i, job in enumerate(jobs)
+        ]
+        if not entries:
+            return []
+        return await self._push_entries(queue, entries)
+
+    async def push_flow(self, flow: Mapping[str, Any]) -> dict[str, Any]:
+        entries, tree = flow_entries(flow, max_payload_bytes=self.settings.max_payload_bytes)
+        await self._call("PUSHF", {"jobs": entries}, push=True)
+        return tree
+
+    # -- the worker loop --------------------------------------------------------
+
+    async def pull(
+        self, queue: str, count: int, *, owner: str, lock_ttl_ms: int, timeout_ms: int
+    ) -> list[Lease]:
+        fields = {
+            "queue": queue,
+            "count": count,
+            "owner": owner,
+            "lockTtl": lock_ttl_ms,
+            "timeout": timeout_ms,
+            "detach": True,
+        }
+        wait = timeout_ms / 1000 if isinstance(timeout_ms, int | float) else 0
+        answer = await self._call("PULLB", fields, timeout=self.settings.timeout + max(0, wait))
+        jobs = answer.get("jobs") or []
+        tokens = answer.get("tokens") or []
+        return [
+            Lease(job, str(token), parse_fence(str(token)) or 0)
+            for job, token in zip(jobs, tokens, strict=True)
+        ]
+
+    async def ack(self, items: Sequence[AckRequest]) -> list[bool]:
+        if not items:
+            return []
+        fields = {
+            "ids": [i.job_id for i in items],
+            "tokens": [i.token for i in items],
+            "results": [i.result for i in items],
+        }
+        answer = await self._call("ACKB", fields)
+        data = answer.get("data")
+        ignored = set(data.get("ignoredIndices") or []) if isinstance(data, dict) else set()
+        return [i not in ignored for i in range(len(items))]
+
+    async def fail(self, item: FailRequest) -> bool:
+        fields: dict[str, Any] = {
+            "id": item.job_id,
+            "token": item.token,
+            "error": item.error,
+            "unrecoverable": item.unrecoverable,
+        }
+        if item.stacktrace is not None:
+            fields["stack"] = list(item.stacktrace)
+        try:
+            answer = await self._call("FAIL", fields, job_id=item.job_id)
+        except (LeaseLost, JobNotFound):
+            return False
+        data = answer.get("data")
+        return not (isinstance(data, dict) and data.get("applied") is False)
+
+    async def extend(self, items: Sequence[tuple[str, str]], duration_ms: int) -> list[bool]:
+        """ExtendLocks for all; when only some applied (its answer is a count), each
+        one is extended again alone to learn which (extending twice is harmless)."""
+        if not items:
+            return []
+        fields = {
+            "ids": [job_id for job_id, _ in items],
+            "tokens": [token for _, token in items],
+            "durations": [duration_ms] * len(items),
+        }
+        count = int((await self._call("ExtendLocks", fields)).get("count") or 0)
+        if count >= len(items):
+            return [True] * len(items)
+        if count == 0:
+            return [False] * len(items)
+        return list(await asyncio.gather(*(self._extend_one(j, t, duration_ms) for j, t in items)))
+
+    async def _extend_one(self, job_id: str, token: str, duration_ms: int) -> bool:
+        fields = {"id": job_id, "token": token, "duration": duration_ms}
+        try:
+            await self._call("ExtendLock", fields, job_id=job_id)
+        except (LeaseLost, JobNotFound):
+            return False
+        return True
+
+    async def release(self, items: Sequence[tuple[str, str]]) -> None:
+        """MoveToWait with each token (a stale claim is skipped, as in the engine)."""
+        await asyncio.gather(*(self._release_one(job_id, token) for job_id, token in items))
+
+    async def _release_one(self, job_id: str, token: str) -> None:
+        with contextlib.suppress(LeaseLost, JobNotFound, InvalidState):
+            await self._call("MoveToWait", {"id": job_id, "token": token}, job_id=job_id)
+
+    async def update_progress(
+        self, job_id: str, token: str | None, progress: Any, message: str | None
+    ) -> None:
+        fields: dict[str, Any] = {"id": job_id, "progress": progress}
+        if message is not None:
+            fields["message"] = message
+        if token is not None:
+            fields["token"] = token
+        await self._call("Progress", fields, job_id=job_id)
+
+    async def add_log(self, job_id: str, message: str, level: str) -> None:
+        await self._call(
+            "AddLog", {"id": job_id, "message": message, "level": level}, job_id=job_id
+        )
+
+    async def register_worker(
+        self, worker_id: str, name: str, queues: Sequence[str], concurrency: int
+    ) -> None:
+        """RegisterWorker; remembered, because a broker forgets the workers registered
+        on a connection that closes: a heartbeat then registers it again."""
+        fields = {
+            "workerId": worker_id,
+            "name": name,
+            "queues": list(queues),
+            "concurrency": concurrency,
+        }
+        await self._call("RegisterWorker", fields)
+        self._workers[worker_id] = fields
+
+    async def worker_heartbeat(
+        self, worker_id: str, active: int, processed: int, failed: int
+    ) -> None:
+        fields = {"id": worker_id, "activeJobs": active, "processed": processed, "failed": failed}
+        try:
+            await self._call("Heartbeat", fields)
+        except JobNotFound:
+            registration = self._workers.get(worker_id)
+            if registration is None:
+                raise
+            await self._call("RegisterWorker", registration)
+            await self._call("Heartbeat", fields)
+
+    async def unregister_worker(self, worker_id: str) -> None:
+        self._workers.pop(worker_id, None)
+        with contextlib.suppress(JobNotFound):
+            await self._call("UnregisterWorker", {"workerId": worker_id})
+
+    # -- queries -----------------------------------------------------------------
+
+    async def get_job(self, job_id: str) -> dict[str, Any] | None:
+        try:
+            answer = await self._call("GetJob", {"id": job_id}, read=True, job_id=job_id)
+        except JobNotFound:
+            return None
+        job: dict[str, Any] = answer["job"]
+        return job
+
+    async def get_state(self, job_id: str) -> str:
+        return str((await self._call("GetState", {"id": job_id}, read=True))["state"])
+
+    async def get_result(self, job_id: str) -> tuple[bool, Any]:
+        answer = await self._call("GetResult", {"id": job_id}, read=True, job_id=job_id)
+        return ("result" in answer, answer.get("result"))
+
+    async def get_counts(self, queue: str) -> dict[str, int]:
+        counts = dict((await self._call("GetJobCounts", {"queue": queue}, read=True))["counts"])
+        ready_when_paused = int(counts.pop("paused", 0) or 0)
+        body = {key: int(counts.get(key) or 0) for key in _COUNT_KEYS}
+        if ready_when_paused:
+            body["waiting"] += ready_when_paused
+            paused = True
+        elif body["waiting"] or body["prioritized"]:
+            paused = False
+        else:
+            paused = await self.is_paused(queue)
+        body["paused"] = int(paused)
+        return body
+
+    async def get_jobs(
+        self, queue: str, states: Sequence[str] | None, offset: int, limit: int, asc: bool
+    ) -> list[dict[str, Any]]:
+        fields: dict[str, Any] = {"queue": queue, "offset": offset, "limit": limit, "asc": asc}
+        if states:
+            fields["state"] = list(states)
+        return list((await self._call("GetJobs", fields, read=True))["jobs"])
+
+    async def get_children_values(self, job_id: str) -> dict[str, Any]:
+        answer = await self._call("GetChildrenValues", {"id": job_id}, read=True, job_id=job_id)
+        return dict(answer["data"]["values"])
+
+    async def get_logs(self, job_id: str, start: int, end: int) -> list[dict[str, Any]]:
+        fields = {"id": job_id, "start": start, "end": end}
+        answer = await self._call("GetLogs", fields, read=True, job_id=job_id)
+        return list(answer["data"]["logs"])
+
+    # -- control ---------------------------------------------------------------------
+
+    async def pause(self, queue: str) -> None:
+        await self._call("Pause", {"queue": queue})
+
+    async def resume(self, queue: str) -> None:
+        await self._call("Resume", {"queue": queue})
+
+    async def is_paused(self, queue: str) -> bool:
+        return bool((await self._call("IsPaused", {"queue": queue}, read=True))["paused"])
+
+    async def drain(self, queue: str, include_delayed: bool) -> int:
+        answer = await self._call("Drain", {"queue": queue, "delayed": include_delayed})
+        return int(answer.get("count") or 0)
+
+    async def clean(self, queue: str, grace_ms: int, state: str, limit: int) -> list[str]:
+        fields = {"queue": queue, "grace": grace_ms, "state": state, "limit": limit}
+        return [str(i) for i in (await self._call("Clean", fields)).get("ids") or []]
+
+    async def obliterate(self, queue: str, force: bool) -> None:
+        await self._call("Obliterate", {"queue": queue, "force": force})
+
+    async def remove(self, job_id: str) -> None:
+        await self._call("Cancel", {"id": job_id}, job_id=job_id)
+
+    async def promote(self, job_id: str) -> None:
+        await self._call("Promote", {"id": job_id}, job_id=job_id)
+
+    async def retry_job(self, job_id: str) -> None:
+        """RetryDlq of the job's queue (nothing happens for a job that is not
+        dead-lettered, as in the engine)."""
+        job = await self.get_job(job_id)
+        if job is None:
+            return
+        await self._call("RetryDlq", {"queue": job["queue"], "jobId": job_id}, job_id=job_id)
+
+    async def get_dlq(self, queue: str, limit: int, offset: int) -> list[dict[str, Any]]:
+        fields = {"queue": queue, "count": limit, "filter": {"limit": limit, "offset": offset}}
+        return list((await self._call("Dlq", fields, read=True))["entries"])
+
+    async def retry_dlq(self, queue: str, job_id: str | None) -> int:
+        fields: dict[str, Any] = {"queue": queue}
+        if job_id is not None:
+            fields["jobId"] = job_id
+        return int((await self._call("RetryDlq", fields)).get("count") or 0)
+
+    async def purge_dlq(self, queue: str) -> int:
+        return int((await self._call("PurgeDlq", {"queue": queue})).get("count") or 0)
+
+    # -- events --------------------------------------------------------------------------
+
+    def events(self, queue: str, after: str | None) -> AsyncIterator[TransportEvent]:
+        validate_queue_name(queue)
+        return self.feeds.stream(queue, after)

@@ -1,0 +1,489 @@
+"""``Worker``: pull jobs, run a handler on each, report the outcome.
+
+    async def send(job: Job) -> dict:
+        await job.update_progress(50)
+        return {"sent": True}
+
+    worker = Worker("emails", send, connection="postgresql://localhost/app", concurrency=10)
+
+Created inside a running event loop, a worker starts at once (as in BullMQ;
+``autorun=False`` waits for ``await worker.run()``).  Its loop pulls as many
+jobs as it has free slots (and as its rate limit allows), runs the handler
+for each (a coroutine function on the loop, a plain function in a thread
+pool, where the job's methods block), and reports: completions go out in
+batches (up to 50 or 50 ms), failures at once with the error and its stack.
+Every lease it holds is renewed every ``heartbeat_interval`` seconds until
+its outcome is recorded.  A handler's exception retries the job per its
+backoff; :class:`~pgqueue.errors.UnrecoverableError` dead-letters it at once.
+
+:meth:`Worker.close` stops pulling, lets the running handlers finish, sends
+the outstanding acks, and only then stops the heartbeats and closes the
+connection.  Callbacks: ``worker.on("completed", fn)`` (job, result),
+``"failed"`` (job, error), ``"active"`` (job), ``"error"`` (error),
+``"drained"``, ``"ready"``, ``"closed"``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import contextvars
+import functools
+import inspect
+import logging
+import os
+import socket
+import traceback
+import uuid
+from collections import deque
+from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from pgqueue.client._shared import TransportOwner
+from pgqueue.client.acks import AckBatcher, retrying
+from pgqueue.client.blocking import Blocking
+from pgqueue.client.job import Job
+from pgqueue.client.options import RateLimit
+from pgqueue.client.transport import AckRequest, FailRequest, Lease, Transport
+from pgqueue.config import MAX_PAYLOAD_BYTES_DEFAULT
+from pgqueue.errors import (
+    ConfigError,
+    LeaseLost,
+    PgQueueError,
+    UnrecoverableError,
+    ValidationError,
+)
+from pgqueue.manager.options import encode_json, validate_queue_name
+
+__all__ = ["Processor", "Worker"]
+
+log = logging.getLogger("pgqueue.client.worker")
+
+Processor = Callable[[Job], Any]
+MAX_STACK_LINES = 100
+RETRY_DELAYS = (0.1, 0.2, 0.5, 1.0, 2.0, 5.0)
+
+
+class _Limiter:
+    """At most ``max`` job starts in any window of ``duration_ms`` (this worker's)."""
+
+    def __init__(self, limit: RateLimit) -> None:
+        self.limit = limit
+        self._starts: deque[float] = deque()
+
+    def _trim(self, now: float) -> None:
+        horizon = now - self.limit.duration_ms / 1000
+        while self._starts and self._starts[0] <= horizon:
+            self._starts.popleft()
+
+    def available(self, now: float) -> int:
+        self._trim(now)
+        return self.limit.max - len(self._starts)
+
+    def next_free(self, now: float) -> float:
+        """Seconds until a start leaves the window."""
+        self._trim(now)
+        if len(self._starts) < self.limit.max:
+            return 0.0
+        return max(0.0, self._starts[0] + self.limit.duration_ms / 1000 - now)
+
+    def consume(self, count: int, now: float) -> None:
+        self._starts.extend([now] * count)
+
+
+def _rate_limit(limiter: RateLimit | Mapping[str, int] | None) -> RateLimit | None:
+    if limiter is None or isinstance(limiter, RateLimit):
+        return limiter
+    if not isinstance(limiter, Mapping) or set(limiter) - {"max", "duration", "duration_ms"}:
+        raise ValidationError("limiter must be RateLimit(max, duration_ms) or {max, duration}")
+    duration = limiter.get("duration_ms", limiter.get("duration", 1_000))
+    return RateLimit(limiter.get("max", 0), duration)
+
+
+def _is_async(processor: Processor) -> bool:
+    return inspect.iscoroutinefunction(processor) or inspect.iscoroutinefunction(
+        getattr(processor, "__call__", None)  # noqa: B004 - an object with async __call__
+    )
+
+
+def _stack(exc: BaseException) -> list[str]:
+    lines = "".join(traceback.format_exception(exc)).splitlines()
+    return [line for line in lines if line.strip()][-MAX_STACK_LINES:]
+
+
+class Worker(TransportOwner):
+    """Processes the jobs of one queue (see the module docstring)."""
+
+    def __init__(
+        self,
+        name: str,
+        processor: Processor,
+        connection: str | Transport,
+        *,
+        concurrency: int = 1,
+        autorun: bool = True,
+        limiter: RateLimit | Mapping[str, int] | None = None,
+        lock_duration_ms: int = 30_000,
+        heartbeat_interval: float = 10.0,
+        poll_timeout: float = 1.0,
+        batch_size: int | None = None,
+        ack_batch_size: int = 50,
+        ack_batch_delay: float = 0.05,
+        worker_id: str | None = None,
+        executor: ThreadPoolExecutor | None = None,
+        **transport_options: Any,
+    ) -> None:
+        super().__init__(connection, transport_options)
+        self.name = validate_queue_name(name)
+        if not callable(processor):
+            raise ConfigError("processor must be a function taking a Job")
+        if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
+            raise ConfigError("concurrency must be a positive integer")
+        if not 1_000 <= lock_duration_ms <= 86_400_000:
+            raise ConfigError("lock_duration_ms must be between 1000 and 86400000")
+        if not 0 < heartbeat_interval * 1000 < lock_duration_ms:
+            raise ConfigError("heartbeat_interval must be shorter than the lock duration")
+        if not 0 <= poll_timeout <= 30:
+            raise ConfigError("poll_timeout must be between 0 and 30 seconds")
+        self.processor = processor
+        self.concurrency = concurrency
+        self.lock_duration_ms = lock_duration_ms
+        self.heartbeat_interval = heartbeat_interval
+        self.poll_timeout = poll_timeout
+        self.batch_size = min(batch_size or concurrency, 1_000)
+        self.id = worker_id or f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+        self.processed = 0
+        self.failed = 0
+        self._limit = _rate_limit(limiter)
+        self._limiter = _Limiter(self._limit) if self._limit else None
+        self._async = _is_async(processor)
+        self._executor = executor
+        self._owns_executor = executor is None
+        self._acks: AckBatcher | None = None
+        self._ack_settings = (ack_batch_size, ack_batch_delay)
+        self._running = 0
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._held: dict[str, str] = {}  # job id -> lease token, until its outcome is recorded
+        self._wake = asyncio.Event()
+        self._stopping = asyncio.Event()
+        self._closing = False
+        self._main: asyncio.Task[None] | None = None
+        self._closed = asyncio.Event()
+        if autorun:
+            with contextlib.suppress(RuntimeError):
+                asyncio.get_running_loop()
+                self.start()
+
+    # -- lifecycle ------------------------------------------------------------------
+
+    @property
+    def running(self) -> bool:
+        return self._main is not None and not self._closed.is_set()
+
+    @property
+    def active(self) -> int:
+        """Handlers running now."""
+        return self._running
+
+    def start(self) -> None:
+        """Start processing in the background (done at creation inside a running loop)."""
+        if self._main is None:
+            if self._closing:
+                raise PgQueueError("this Worker is closed")
+            self._main = asyncio.get_running_loop().create_task(
+                self._loop(), name=f"pgqueue:worker:{self.name}"
+            )
+            self._main.add_done_callback(self._loop_done)
+
+    def _loop_done(self, task: asyncio.Task[None]) -> None:
+        if not task.cancelled() and task.exception() is not None:
+            log.error("worker %s stopped on an error", self.id, exc_info=task.exception())
+
+    async def run(self) -> None:
+        """Process until :meth:`close` (starting first when not started yet)."""
+        self.start()
+        await self._closed.wait()
+
+    async def close(self, force: bool = False) -> None:
+        """Stop pulling, let running handlers finish (``force``: cancel them), send
+        the acks, then stop the heartbeats and close the connection."""
+        if force:
+            for task in list(self._tasks):
+                task.cancel()
+        if self._closing:
+            await self._closed.wait()
+            return
+        self._closing = True
+        self._stopping.set()
+        self._wake.set()
+        main = self._main
+        if main is None:
+            self._closed.set()
+            await self.close_transport()
+            return
+        await asyncio.wait([main])
+        await self._closed.wait()
+
+    async def __aenter__(self) -> Worker:
+        self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    # -- the loop -----------------------------------------------------------------------
+
+    async def _loop(self) -> None:
+        heartbeats: asyncio.Task[None] | None = None
+        try:
+            transport = await self._connect()
+            if transport is None:
+                return
+            size, delay = self._ack_settings
+            self._acks = AckBatcher(
+                transport.ack,
+                max_size=size,
+                max_delay=delay,
+                retry_for=self.lock_duration_ms / 1000,
+            )
+            heartbeats = asyncio.get_running_loop().create_task(
+                self._heartbeats(transport), name=f"pgqueue:worker-heartbeats:{self.name}"
+            )
+            await self._register(transport)
+            self.emit("ready")
+            await self._pull_loop(transport)
+        finally:
+            await self._shutdown(heartbeats)
+
+    async def _connect(self) -> Transport | None:
+        failures = 0
+        while not self._closing:
+            try:
+                return await self.transport()
+            except Exception as exc:  # outlive any transport error
+                self.emit("error", exc)
+                await self._backoff(failures)
+                failures += 1
+        return None
+
+    async def _backoff(self, failures: int) -> None:
+        """Wait after a failure (longer after each in a row), or until close."""
+        delay = RETRY_DELAYS[min(failures, len(RETRY_DELAYS) - 1)]
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(delay):
+                await self._stopping.wait()
+
+    async def _pause(self, seconds: float) -> None:
+        """Wait ``seconds`` or until something wakes the loop (a free slot, close)."""
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(seconds):
+                await self._wake.wait()
+
+    async def _pull_loop(self, transport: Transport) -> None:
+        loop = asyncio.get_running_loop()
+        failures = 0
+        busy = False
+        while not self._closing:
+            self._wake.clear()
+            free = min(self.concurrency - self._running, self.batch_size)
+            if free <= 0:
+                await self._pause(self.poll_timeout or 1.0)
+                await asyncio.sleep(0)  # let handlers finishing now free their slots too
+                continue
+            if self._limiter is not None:
+                wait = self._limiter.next_free(loop.time())
+                if wait > 0:
+                    await self._pause(wait)
+                    continue
+                free = min(free, self._limiter.available(loop.time()))
+            try:
+                leases = await transport.pull(
+                    self.name,
+                    free,
+                    owner=self.id,
+                    lock_ttl_ms=self.lock_duration_ms,
+                    timeout_ms=int(self.poll_timeout * 1000),
+                )
+                failures = 0
+            except Exception as exc:  # outlive any transport error
+                self.emit("error", exc)
+                await self._backoff(failures)
+                failures += 1
+                continue
+            if self._closing:
+                await self._give_back(transport, leases)
+                break
+            if not leases:
+                if busy and self._running == 0:
+                    busy = False
+                    self.emit("drained")
+                continue
+            busy = True
+            if self._limiter is not None:
+                self._limiter.consume(len(leases), loop.time())
+            for lease in leases:
+                self._begin(transport, lease)
+
+    async def _give_back(self, transport: Transport, leases: list[Lease]) -> None:
+        if leases:
+            with contextlib.suppress(Exception):
+                await transport.release([(lease.job["id"], lease.token) for lease in leases])
+
+    async def _shutdown(self, heartbeats: asyncio.Task[None] | None) -> None:
+        try:
+            while self._tasks:
+                await asyncio.wait(list(self._tasks))
+            if self._acks is not None:
+                await self._acks.flush()
+        finally:
+            if heartbeats is not None:
+                heartbeats.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await heartbeats
+            if self._transport is not None:
+                with contextlib.suppress(Exception):
+                    await self._transport.unregister_worker(self.id)
+            await self.close_transport()
+            if self._executor is not None and self._owns_executor:
+                self._executor.shutdown(wait=False)
+            self._closing = True
+            self._closed.set()
+            self.emit("closed")
+
+    # -- one job --------------------------------------------------------------------------
+
+    def _begin(self, transport: Transport, lease: Lease) -> None:
+        job = Job.from_wire(transport, lease.job, token=lease.token, fence=lease.fence)
+        self._held[job.id] = lease.token
+        self._running += 1
+        task = asyncio.get_running_loop().create_task(self._process(transport, job))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _process(self, transport: Transport, job: Job) -> None:
+        self.emit("active", job)
+        try:
+            result = await self._call(job)
+            if not job.completed_in_transaction:
+                encode_json(
+                    result,
+                    label="result",
+                    limit=MAX_PAYLOAD_BYTES_DEFAULT,
+                    what="Job result",
+                )
+        except asyncio.CancelledError:
+            self._slot_freed()
+            await self._give_back_one(transport, job)
+            raise
+        except Exception as exc:
+            self._slot_freed()
+            await self._fail(transport, job, exc)
+            return
+        self._slot_freed()
+        if job.completed_in_transaction:
+            self._held.pop(job.id, None)
+            self.processed += 1
+            self.emit("completed", job, result)
+            return
+        await self._complete(job, result)
+
+    async def _call(self, job: Job) -> Any:
+        if self._async:
+            return await self.processor(job)
+        if self._executor is None:
+            self._executor = ThreadPoolExecutor(
+                max_workers=self.concurrency, thread_name_prefix=f"pgqueue-{self.name}"
+            )
+        loop = asyncio.get_running_loop()
+        context = contextvars.copy_context()
+        blocking_job: Any = Blocking(job, loop)  # the same Job, its methods blocking
+        call = functools.partial(context.run, self.processor, blocking_job)
+        outcome = await loop.run_in_executor(self._executor, call)
+        if inspect.isawaitable(outcome):
+            return await outcome
+        return outcome
+
+    def _slot_freed(self) -> None:
+        self._running -= 1
+        self._wake.set()
+
+    async def _give_back_one(self, transport: Transport, job: Job) -> None:
+        self._held.pop(job.id, None)
+        with contextlib.suppress(Exception):
+            await transport.release([(job.id, job.token or "")])
+
+    async def _complete(self, job: Job, result: Any) -> None:
+        assert self._acks is not None and job.token is not None
+        try:
+            applied = await self._acks.add(AckRequest(job.id, job.token, result))
+        except Exception as exc:  # outlive any transport error
+            self.emit("error", exc)
+            return
+        finally:
+            self._held.pop(job.id, None)
+        if applied:
+            self.processed += 1
+            job.returnvalue = result
+            self.emit("completed", job, result)
+        else:
+            self.emit("error", LeaseLost(job.id))
+
+    async def _fail(self, transport: Transport, job: Job, exc: Exception) -> None:
+        assert job.token is not None
+        request = FailRequest(
+            job.id,
+            job.token,
+            str(exc) or type(exc).__name__,
+            _stack(exc),
+            unrecoverable=isinstance(exc, UnrecoverableError),
+        )
+        try:
+            applied = await retrying(lambda: transport.fail(request), self.lock_duration_ms / 1000)
+        except Exception as error:  # outlive any transport error
+            self.emit("error", error)
+            return
+        finally:
+            self._held.pop(job.id, None)
+        if applied:
+            self.failed += 1
+            job.failed_reason = request.error
+            self.emit("failed", job, exc)
+        elif not job.completed_in_transaction:
+            self.emit("error", LeaseLost(job.id))
+
+    # -- heartbeats and the workers registry ---------------------------------------------------
+
+    async def _register(self, transport: Transport) -> None:
+        try:
+            await transport.register_worker(
+                self.id, f"pgqueue-python@{socket.gethostname()}", [self.name], self.concurrency
+            )
+        except Exception as exc:  # outlive any transport error
+            self.emit("error", exc)
+
+    async def _heartbeats(self, transport: Transport) -> None:
+        while True:
+            await asyncio.sleep(self.heartbeat_interval)
+            await self._renew(transport)
+            try:
+                await transport.worker_heartbeat(
+                    self.id, self._running, self.processed, self.failed
+                )
+            except Exception as exc:  # outlive any transport error
+                self.emit("error", exc)
+
+    async def _renew(self, transport: Transport) -> None:
+        """Extend every lease held (one batched call)."""
+        held = list(self._held.items())
+        if not held:
+            return
+        try:
+            outcomes = await transport.extend(held, self.lock_duration_ms)
+        except Exception as exc:  # outlive any transport error
+            self.emit("error", exc)
+            return
+        for (job_id, token), renewed in zip(held, outcomes, strict=True):
+            if not renewed and self._held.get(job_id) == token:
+                del self._held[job_id]
+                self.emit("error", LeaseLost(job_id))
