@@ -30,9 +30,6 @@ from pgqueue import Config, PostgresQueueManager  # noqa: E402
 from pgqueue.db.schema import migrate  # noqa: E402
 from pgqueue.embedded import dsn_for_database  # noqa: E402
 
-SECTION_START = "<!-- bench_engine:start -->"
-SECTION_END = "<!-- bench_engine:end -->"
-
 
 def manager(dsn: str, broker: str, pool: int) -> PostgresQueueManager:
     return PostgresQueueManager(
@@ -95,13 +92,15 @@ def drop_database(server_dsn: str, name: str) -> None:
         conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')  # type: ignore[arg-type]
 
 
-def write_section(text: str) -> None:
+def write_section(text: str, section: str = "bench_engine") -> None:
+    """Replace (or append) the marked section ``section`` of docs/benchmarks.md."""
+    start, end = f"<!-- {section}:start -->", f"<!-- {section}:end -->"
     path = ROOT / "docs" / "benchmarks.md"
     current = path.read_text() if path.exists() else "# Benchmarks\n"
-    block = f"{SECTION_START}\n{text.rstrip()}\n{SECTION_END}"
-    if SECTION_START in current:
-        head, rest = current.split(SECTION_START, 1)
-        tail = rest.split(SECTION_END, 1)[1]
+    block = f"{start}\n{text.rstrip()}\n{end}"
+    if start in current:
+        head, rest = current.split(start, 1)
+        tail = rest.split(end, 1)[1]
         current = head + block + tail
     else:
         current = current.rstrip() + "\n\n" + block + "\n"

@@ -364,7 +364,12 @@ class PostgresQueueManager(ControlOps, DlqOps, WebhookOps, ManagerBase):
     # -- events ------------------------------------------------------------------
 
     async def subscribe_events(
-        self, queue: str | None = None, *, after: str | None = None, maxsize: int = 10_000
+        self,
+        queue: str | None = None,
+        *,
+        after: str | None = None,
+        maxsize: int = 10_000,
+        tokens: bool = True,
     ) -> Subscription:
         """A subscription to the outbox: events from now on, or after a resume token.
 
@@ -377,7 +382,7 @@ class PostgresQueueManager(ControlOps, DlqOps, WebhookOps, ManagerBase):
         if self.outbox is None:
             self.outbox = OutboxReader(self.db, self.config, self.notifier)
             await self.outbox.start()
-        return self.outbox.subscribe(queue, after=token, maxsize=maxsize)
+        return self.outbox.subscribe(queue, after=token, maxsize=maxsize, tokens=tokens)
 
     # -- maintenance ---------------------------------------------------------------
 

@@ -41,6 +41,8 @@ __all__ = ["Cursor", "Event", "OutboxReader", "ResumeToken", "Subscription"]
 log = logging.getLogger("pgqueue.outbox")
 
 MAX_AHEAD_IN_TOKEN = 1000
+MAX_AHEAD = 256  # events a subscription takes ahead of its commit-safe cursor
+MAX_READER_AHEAD = 20_000
 UNKNOWN_XID = 2**63 - 1
 
 
@@ -124,6 +126,12 @@ class Subscription:
     maxsize: int = 10_000
     live: bool = False
     closed: bool = False
+    tokens: bool = True
+    # The lowest fast-path event this subscription let pass (it was full of
+    # events ahead of its cursor): no later fast-path event is taken until the
+    # cursor path has delivered it, so that each job's events stay in order.
+    skipped_from: Cursor | None = None
+    earlier: set[int] = field(default_factory=set)
 
     def __post_init__(self) -> None:
         self._queue: asyncio.Queue[Event] = asyncio.Queue(self.maxsize)
@@ -136,6 +144,8 @@ class Subscription:
         return ResumeToken(self.safe, frozenset(self.ahead))
 
     def _stamp(self, event: Event) -> Event:
+        if not self.tokens:
+            return event
         return Event(
             event.id,
             event.xid,
@@ -152,12 +162,23 @@ class Subscription:
         if not self.live:
             return  # catch_up reads it from the database
         self.safe = max(self.safe, event.cursor)
+        if self.earlier and event.id in self.earlier:
+            self.earlier.discard(event.id)
+            return
         if self.ahead.pop(event.id, None) is None and self.matches(event):
             self._put(event)
 
     def offer_ahead(self, event: Event) -> None:
-        """An event on the fast path, beyond the commit-safe cursor."""
+        """An event on the fast path, beyond the commit-safe cursor.
+
+        At most :data:`MAX_AHEAD` events are taken ahead of the cursor (they are
+        named in every resume token); beyond that the cursor path delivers them.
+        """
         if not self.live or event.id in self.ahead or event.cursor <= self.safe:
+            return
+        if self.skipped_from is not None or len(self.ahead) >= MAX_AHEAD:
+            if self.skipped_from is None or event.cursor < self.skipped_from:
+                self.skipped_from = event.cursor
             return
         if self.matches(event):
             self.ahead[event.id] = event.xid  # before stamping: its token names it
@@ -170,6 +191,8 @@ class Subscription:
             return
         self.safe = cursor
         self.forget_ahead_before(cursor)
+        if self.skipped_from is not None and self.skipped_from <= cursor:
+            self.skipped_from = None
 
     def deliver_caught_up(self, event: Event) -> bool:
         """Deliver one event read during catch-up; False when the queue is full."""
@@ -259,11 +282,17 @@ class OutboxReader(Service):
         *,
         after: ResumeToken | None = None,
         maxsize: int = 10_000,
+        tokens: bool = True,
     ) -> Subscription:
-        """Events from now on, or everything after ``after`` (a resume token)."""
+        """Events from now on, or everything after ``after`` (a resume token).
+
+        ``tokens=False`` skips computing each event's resume token (for consumers
+        that never resume, such as the projection).
+        """
         if after is None:
-            sub = Subscription(self, queue, self.cursor, maxsize=maxsize, live=True)
-            sub.ahead = {event_id: event.xid for event_id, event in self._ahead.items()}
+            sub = Subscription(self, queue, self.cursor, maxsize=maxsize, live=True, tokens=tokens)
+            # Delivered before this subscription existed: not for it.
+            sub.earlier = set(self._ahead)
         else:
             sub = Subscription(
                 self,
@@ -273,6 +302,7 @@ class OutboxReader(Service):
                 live=False,
                 # Their positions are unknown: keep them until the read meets them.
                 ahead={event_id: UNKNOWN_XID for event_id in after.ahead},
+                tokens=tokens,
             )
         self._subs.add(sub)
         return sub
@@ -348,19 +378,29 @@ class OutboxReader(Service):
                 log.warning("outbox read failed: %s", exc)
 
     async def _fast_path(self) -> None:
-        if not self._hinted:
+        """Deliver committed events beyond the cursor at once (see the module doc).
+
+        First an index-only read of the positions after the cursor, then the rows
+        of those not delivered yet: a hint never re-reads what was delivered.
+        """
+        if not self._hinted or len(self._ahead) >= MAX_READER_AHEAD:
             return
         self._hinted = False
-        rows = await self._db.fetch(
-            Q.event_read_visible,
-            self._config.namespace,
+        namespace = self._config.namespace
+        positions = await self._db.fetch(
+            Q.event_positions_after,
+            namespace,
             self.cursor.xid,
             self.cursor.id,
             self._config.event_batch,
         )
+        new_ids = [row["id"] for row in positions if row["id"] not in self._ahead]
+        if not new_ids:
+            return
+        rows = await self._db.fetch(Q.event_read_by_ids, namespace, new_ids)
         for row in rows:
             event = Event.from_row(row)
-            if event.id in self._ahead:
+            if event.id in self._ahead or event.cursor <= self.cursor:
                 continue
             self._ahead[event.id] = event
             self.last_event_at = event.timestamp

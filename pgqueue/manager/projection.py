@@ -252,7 +252,9 @@ class Projection(Service):
     # -- the feed ---------------------------------------------------------------------
 
     async def run(self) -> None:
-        self._subscription = await self._manager.subscribe_events(None, maxsize=50_000)
+        self._subscription = await self._manager.subscribe_events(
+            None, maxsize=50_000, tokens=False
+        )
         self.started.set()
         try:
             while True:
@@ -260,7 +262,7 @@ class Projection(Service):
                     event = await self._subscription.get()
                 except PgQueueError as exc:
                     log.warning("projection feed failed: %s; resubscribing", exc)
-                    self._subscription = await self._manager.subscribe_events(None)
+                    self._subscription = await self._manager.subscribe_events(None, tokens=False)
                     continue
                 self.apply(event)
                 for listener in self.listeners:

@@ -2,27 +2,47 @@
 -- Renew leases: each a compare-and-set on (id, active, token) with the lease
 -- still valid on the database clock, never past the job's processing
 -- deadline.  The renewing broker takes over responsibility for the lease.
--- Nothing is renewed when the broker session is not live.
--- $1 namespace, $2 ids, $3 tokens, $4 durations_ms, $5 broker_id, $6 session_id.
+-- A lease of this session that already runs for at least 3/4 of the asked
+-- duration counts as renewed without a write: a worker's heartbeat right after
+-- its pull (bunqueue's TS worker sends one) then does not wait on the row
+-- locks of its own acks.  Nothing is renewed when the broker session is not
+-- live.  $1 namespace, $2 ids, $3 tokens, $4 durations_ms, $5 broker_id,
+-- $6 session_id.
 WITH input AS (
     SELECT * FROM unnest($2::text[], $3::text[], $4::bigint[])
                   WITH ORDINALITY AS t(id, token, duration_ms, ord)
+), valid AS (
+    SELECT i.ord, i.id, i.token, greatest(i.duration_ms, 1) AS duration_ms, j.lease_until,
+           (j.lease_session = $6::uuid
+            AND j.lease_until >= statement_timestamp()
+                + greatest(i.duration_ms, 1) * 0.75 * interval '1 millisecond') AS fresh
+    FROM input i
+    JOIN pgqueue_jobs j ON j.namespace = $1 AND j.id = i.id
+    WHERE j.state = 'active'
+      AND j.lease_token = i.token
+      AND j.lease_until > statement_timestamp()
+      AND EXISTS (SELECT 1 FROM pgqueue_brokers b
+                  WHERE b.namespace = $1 AND b.broker_id = $5 AND b.session_id = $6::uuid)
+), renewed AS (
+    UPDATE pgqueue_jobs j
+    SET lease_until = least(
+            statement_timestamp() + v.duration_ms * interval '1 millisecond',
+            coalesce(j.started_at + j.timeout_ms * interval '1 millisecond', 'infinity')),
+        lease_broker = $5,
+        lease_session = $6::uuid
+    FROM valid v
+    WHERE NOT v.fresh
+      AND j.namespace = $1
+      AND j.id = v.id
+      AND j.state = 'active'
+      AND j.lease_token = v.token
+      AND j.lease_until > statement_timestamp()
+    RETURNING v.ord, j.id, (extract(epoch FROM j.lease_until) * 1000)::float8 AS lease_until
 )
-UPDATE pgqueue_jobs j
-SET lease_until = least(
-        statement_timestamp() + greatest(i.duration_ms, 1) * interval '1 millisecond',
-        coalesce(j.started_at + j.timeout_ms * interval '1 millisecond', 'infinity')),
-    lease_broker = $5,
-    lease_session = $6::uuid
-FROM input i
-WHERE j.namespace = $1
-  AND j.id = i.id
-  AND j.state = 'active'
-  AND j.lease_token = i.token
-  AND j.lease_until > statement_timestamp()
-  AND EXISTS (SELECT 1 FROM pgqueue_brokers b
-              WHERE b.namespace = $1 AND b.broker_id = $5 AND b.session_id = $6::uuid)
-RETURNING i.ord, j.id, (extract(epoch FROM j.lease_until) * 1000)::float8 AS lease_until
+SELECT r.ord, r.id, r.lease_until FROM renewed r
+UNION ALL
+SELECT v.ord, v.id, (extract(epoch FROM v.lease_until) * 1000)::float8 FROM valid v
+WHERE v.fresh
 
 -- name: job_lock_session_leases
 -- The active jobs leased through one broker session (graceful shutdown

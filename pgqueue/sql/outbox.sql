@@ -12,18 +12,25 @@ WHERE e.namespace = $1
 ORDER BY e.xid, e.id
 LIMIT $4
 
--- name: event_read_visible
--- The fast path: every committed event after the cursor ($2 xid, $3 id),
--- whether or not it is commit-safe yet, in (xid, id) order (which keeps the
--- events of one job in order: its transactions are serialised by the row
--- lock).  Delivered at once; the cursor read later skips them by id.
--- $1 namespace, $4 limit.
-SELECT e.id, e.xid, e.queue, e.job_id, e.type, e.payload,
-       (extract(epoch FROM e.created_at) * 1000)::float8 AS ts
+-- name: event_positions_after
+-- The fast path, step 1: positions of every committed event after the cursor
+-- ($2 xid, $3 id), commit-safe or not yet, in (xid, id) order — an index-only
+-- read of the cursor index.  $1 namespace, $4 limit.
+SELECT e.id, e.xid
 FROM pgqueue_events e
 WHERE e.namespace = $1 AND (e.xid, e.id) > ($2::bigint, $3::bigint)
 ORDER BY e.xid, e.id
 LIMIT $4
+
+-- name: event_read_by_ids
+-- The fast path, step 2: the rows of the events not delivered yet, in (xid,
+-- id) order (which keeps the events of one job in order: its transactions
+-- are serialised by the row lock).  $1 namespace, $2 ids.
+SELECT e.id, e.xid, e.queue, e.job_id, e.type, e.payload,
+       (extract(epoch FROM e.created_at) * 1000)::float8 AS ts
+FROM pgqueue_events e
+WHERE e.namespace = $1 AND e.id = ANY($2::bigint[])
+ORDER BY e.xid, e.id
 
 -- name: event_horizon
 -- The commit-safe horizon (snapshot xmin) and the transaction holding it back.

@@ -128,3 +128,33 @@ async def test_events_arrive_by_polling_when_listen_is_off(db_dsn: str, namespac
         [event] = await take(sub, 1)
         assert event.job_id == job_id
         sub.close()
+
+
+async def test_a_subscriber_keeps_a_bounded_number_of_events_ahead_of_its_cursor(
+    manager: PostgresQueueManager, db_dsn: str, namespace: str
+) -> None:
+    """With the horizon held back, at most MAX_AHEAD events go out on the fast path;
+    the rest follow on the cursor path, in order, once the horizon moves: none lost,
+    none twice, and resume tokens stay bounded."""
+    from pgqueue.manager.outbox import MAX_AHEAD, ResumeToken
+
+    sub = await manager.subscribe_events("q")
+    holder = await asyncpg.connect(db_dsn)
+    try:
+        await holder.execute("BEGIN")
+        await holder.execute(
+            "INSERT INTO pgqueue_events (namespace, queue, job_id, type) "
+            "VALUES ($1, 'other', 'hold', 'pushed')",
+            namespace,
+        )
+        ids = [await manager.push("q", "n", i) for i in range(MAX_AHEAD + 40)]
+        early = await take(sub, MAX_AHEAD)
+        assert [e.job_id for e in early] == ids[:MAX_AHEAD]
+        assert len(ResumeToken.parse(early[-1].resume).ahead) <= MAX_AHEAD
+        await holder.execute("COMMIT")
+    finally:
+        await holder.close()
+    late = await take(sub, 40)
+    assert [e.job_id for e in late] == ids[MAX_AHEAD:]
+    assert sub.get_nowait() is None
+    sub.close()

@@ -137,3 +137,17 @@ async def test_release_gives_a_job_back_without_consuming_an_attempt(
     assert outcome.applied
     [again] = await manager.pull_batch("q", 1)
     assert again.id == job_id and again.attempts == 0 and again.fence == claim.fence + 1
+
+
+async def test_a_heartbeat_on_a_fresh_lease_counts_without_rewriting_the_row(
+    manager: PostgresQueueManager, db_dsn: str
+) -> None:
+    job_id = await manager.push("q", "n", 1)
+    [claim] = await manager.pull_batch("q", 1, lock_ttl_ms=60_000)
+    before = await sql_value(db_dsn, "SELECT xmin::text FROM pgqueue_jobs WHERE id = $1", job_id)
+    [outcome] = await manager.extend_leases([(job_id, claim.token)], 60_000)
+    assert outcome.applied
+    after = await sql_value(db_dsn, "SELECT xmin::text FROM pgqueue_jobs WHERE id = $1", job_id)
+    assert after == before, "no new row version: an ack in flight is not made to wait"
+    [stale] = await manager.extend_leases([(job_id, "1:wrong")], 60_000)
+    assert not stale.applied

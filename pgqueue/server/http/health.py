@@ -69,11 +69,40 @@ async def readiness(broker: Broker, timeout: float) -> tuple[bool, dict[str, Any
     checks.update(await _storage_checks(broker, timeout))
     degraded = sorted(name for name, check in checks.items() if not check["ok"])
     ready = not degraded
+    soft = _soft_checks(broker)
     body: dict[str, Any] = {
         "ok": ready,
         "ready": ready,
         "status": "ready" if ready else "degraded",
         "degraded": degraded,
-        "checks": checks,
+        "warnings": sorted(name for name, check in soft.items() if not check["ok"]),
+        "checks": {**checks, **soft},
     }
     return ready, body
+
+
+def _soft_checks(broker: Broker) -> dict[str, dict[str, Any]]:
+    """Parts whose failure slows the broker down but does not stop it serving
+    correctly (reported as warnings; they do not make the broker unready)."""
+    manager = broker.manager
+    notifier = manager.notifier
+    listen_ok = manager.config.poll_only or notifier.connected.is_set()
+    checks: dict[str, dict[str, Any]] = {
+        "listen": {
+            "ok": listen_ok,
+            "pollOnly": manager.config.poll_only,
+            "reconnects": notifier.reconnects,
+        }
+    }
+    projection = broker.projection
+    if projection is not None:
+        staleness = projection.staleness_ms()
+        checks["projection"] = {
+            "ok": projection.running,
+            "entries": projection.stats.entries,
+            "stalenessMs": None if staleness is None else round(staleness),
+        }
+    elector = manager.elector
+    if elector is not None:
+        checks["maintenance"] = {"ok": True, "leader": elector.is_leader.is_set()}
+    return checks
