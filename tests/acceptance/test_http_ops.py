@@ -53,7 +53,10 @@ async def test_liveness_and_readiness_of_a_healthy_broker(brokers: BrokerFactory
             assert ready.status_code == 200, ready.text
             body = ready.json()
             assert body["ready"] is True and body["degraded"] == []
-            assert set(body["checks"]) == {"database", "schema", "session", "draining"}
+            assert {"database", "schema", "session", "draining"} <= set(body["checks"])
+            assert body["warnings"] == []
+            assert body["checks"]["listen"]["ok"] is True
+            assert body["checks"]["maintenance"]["leader"] is True
             assert body["checks"]["session"]["brokerId"] == "a"
 
 
