@@ -64,3 +64,9 @@ async def events_of(dsn: str, namespace: str, job_id: str | None = None) -> list
             job_id,
         )
     return [row["type"] for row in rows]
+
+
+def with_query(dsn: str, **params: object) -> str:
+    """``dsn`` with query parameters added (it may already carry some, e.g. ?host=)."""
+    extra = "&".join(f"{key}={value}" for key, value in params.items())
+    return f"{dsn}{'&' if '?' in dsn else '?'}{extra}"

@@ -21,6 +21,7 @@ import pytest
 
 from pgqueue.client import FlowProducer, Queue, QueueEvents, Worker
 from tests.acceptance.conftest import BrokerFactory
+from tests.helpers import with_query
 
 TCP_AVAILABLE = importlib.util.find_spec("pgqueue.client.tcp") is not None
 TCP_SKIP = "pgqueue.client.tcp (the TCP transport) is not importable yet"
@@ -32,7 +33,7 @@ TRANSPORTS = [
 
 
 def embedded_url(dsn: str, namespace: str) -> str:
-    return f"{dsn}?namespace={namespace}&pool_max_size=4&poll_interval_ms=50"
+    return with_query(dsn, namespace=namespace, pool_max_size=4, poll_interval_ms=50)
 
 
 @pytest.fixture(scope="module")

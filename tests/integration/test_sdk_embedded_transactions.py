@@ -14,11 +14,11 @@ import pytest
 from pgqueue.client import Job, Queue, Worker, open_transport
 from pgqueue.client.transport import AckRequest
 from pgqueue.errors import ConfigError, LeaseLost
-from tests.helpers import sql, sql_value
+from tests.helpers import sql, sql_value, with_query
 
 
 def url(dsn: str, namespace: str) -> str:
-    return f"{dsn}?namespace={namespace}&pool_max_size=4&poll_interval_ms=50"
+    return with_query(dsn, namespace=namespace, pool_max_size=4, poll_interval_ms=50)
 
 
 @pytest.fixture
