@@ -71,6 +71,18 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         default=_env_int("PGQUEUE_SESSION_HEARTBEAT_MS", HEARTBEAT_INTERVAL_MS_DEFAULT),
         help="how often the broker renews (and checks) its session row",
     )
+    parser.add_argument(
+        "--idle-partial-frame-ms",
+        type=int,
+        default=60_000,
+        help="close a connection that holds a partial frame this long (0: never)",
+    )
+    parser.add_argument(
+        "--max-inflight",
+        type=int,
+        default=50,
+        help="commands served at once per connection (reading pauses beyond it)",
+    )
     parser.add_argument("--migrate", action="store_true", help="migrate the schema first")
     parser.add_argument(
         "--set",
@@ -129,6 +141,8 @@ def run(args: argparse.Namespace) -> int:
         http_port=args.http_port,
         auth_tokens=_tokens(args),
         max_frame_bytes=args.max_frame_bytes,
+        idle_partial_frame_ms=args.idle_partial_frame_ms,
+        max_inflight_per_connection=args.max_inflight,
         enable_http=not args.no_http,
         max_http_body_bytes=args.max_http_body_bytes,
         sse_keepalive_ms=args.sse_keepalive_ms,

@@ -37,6 +37,17 @@ def _identity(value: str) -> str:
     return value
 
 
+async def _keep_session(conn: asyncpg.Connection) -> None:
+    """Pool reset: nothing to send.
+
+    pgqueue never leaves session state on a pooled connection (no SET, LISTEN,
+    advisory lock or cursor; transactions always end in their block, and
+    asyncpg rolls back a stray one before calling this).  asyncpg's default reset
+    would send ``RESET ALL; UNLISTEN *; ...`` on every release: one more round
+    trip for every statement.
+    """
+
+
 class ConnectionExecutor:
     """Runs queries on one connection (inside a transaction)."""
 
@@ -188,6 +199,7 @@ async def connect_asyncpg(
                 min_size=min_size,
                 max_size=max_size,
                 init=_init_connection,
+                reset=_keep_session,
                 **connect_kwargs,
             )
         except (TimeoutError, OSError) as exc:

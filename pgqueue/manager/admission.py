@@ -102,11 +102,20 @@ def _check_acyclic(ids: list[str], edges: list[tuple[int, str]], index: dict[str
                 stack.pop()
 
 
+def _column(values: list[object]) -> tuple[list[object] | None, object]:
+    """(array, scalar) for one column: a batch-wide value goes as the scalar only."""
+    first = values[0]
+    if values.count(first) == len(values) and (first is None or type(first) in _UNIFORM):
+        return None, first
+    return values, None
+
+
+_UNIFORM = (str, int, float, bool)
+
+
 def _insert_args(ns: str, plan: _Plan, lo: int, hi: int) -> tuple[object, ...]:
     specs = plan.specs[lo:hi]
-    return (
-        ns,
-        plan.ids[lo:hi],
+    columns: list[list[object]] = [
         [s.queue for s in specs],
         [s.name for s in specs],
         [s.data_json for s in specs],
@@ -128,10 +137,17 @@ def _insert_args(ns: str, plan: _Plan, lo: int, hi: int) -> tuple[object, ...]:
         [s.group_id for s in specs],
         [s.parent_id for s in specs],
         [s.parent_queue for s in specs],
-        plan.pending_deps[lo:hi],
-        plan.has_dependents[lo:hi],
+        list(plan.pending_deps[lo:hi]),
+        list(plan.has_dependents[lo:hi]),
         [s.opts_json for s in specs],
         [s.created_at_ms for s in specs],
+    ]
+    pairs = [_column(values) for values in columns]
+    return (
+        ns,
+        plan.ids[lo:hi],
+        *[array for array, _ in pairs],
+        *[scalar for _, scalar in pairs],
     )
 
 

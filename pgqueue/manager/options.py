@@ -16,6 +16,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import orjson
+
 from pgqueue.errors import ValidationError
 
 __all__ = [
@@ -130,7 +132,28 @@ def validate_job_id(job_id: object, label: str = "jobId") -> str:
 
 
 def encode_json(value: Any, *, label: str, limit: int, what: str = "Job data") -> str:
-    """JSON text of ``value``; refuse what JSON or PostgreSQL jsonb cannot hold."""
+    """JSON text of ``value``; refuse what JSON or PostgreSQL jsonb cannot hold.
+
+    orjson does the common case; it writes NaN and infinities as ``null``, so a
+    result that contains ``null`` (and anything orjson refuses: integers beyond
+    64 bits, non-string keys, lone surrogates) goes through the strict standard
+    encoder, which refuses NaN and infinities instead of changing them.
+    """
+    try:
+        raw = orjson.dumps(value)
+    except (orjson.JSONEncodeError, RecursionError):
+        raw = None
+    if raw is None or b"null" in raw:
+        return _encode_strict(value, label=label, limit=limit, what=what)
+    if len(raw) > limit:
+        raise ValidationError(f"{what} too large ({len(raw)} bytes, max {limit})", field=label)
+    text = raw.decode("utf-8")
+    if "\\u0000" in text and _NUL_ESCAPE.search(text):
+        raise ValidationError(f"{what} must not contain NUL characters", field=label)
+    return text
+
+
+def _encode_strict(value: Any, *, label: str, limit: int, what: str) -> str:
     try:
         text = json.dumps(value, allow_nan=False, ensure_ascii=False, separators=(",", ":"))
     except (TypeError, ValueError, RecursionError) as exc:

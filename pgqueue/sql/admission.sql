@@ -2,31 +2,51 @@
 -- Admit a batch of jobs in one statement, with their 'pushed' outbox events,
 -- the queue registry rows and one NOTIFY hint.  Rows whose id (custom id) or
 -- live unique key already exists are skipped (ON CONFLICT DO NOTHING); the
--- caller resolves them.  Arrays are aligned, one element per job:
--- $1 namespace, $2 id, $3 queue, $4 name, $5 data, $6 priority, $7 lifo,
--- $8 delay_ms, $9 max_attempts, $10 backoff_type, $11 backoff_ms,
--- $12 backoff_max_ms, $13 timeout_ms, $14 ttl_ms, $15 stall_timeout_ms,
--- $16 remove_on_complete, $17 remove_on_fail, $18 custom_id, $19 unique_key,
--- $20 unique_ttl_ms, $21 group_id, $22 parent_id, $23 parent_queue,
--- $24 pending_deps, $25 has_dependents, $26 opts, $27 created_at_ms (NULL = now).
+-- caller resolves them.  $1 namespace, $2 ids (text[]).  Every other column is
+-- given twice: an array aligned with the ids ($3..$27) and a scalar ($28..$52)
+-- used when the array is NULL — a column whose value is the same for the whole
+-- batch (most are, with default options) is sent once, not once per job.
+-- Columns, in order: queue, name, data, priority, lifo, delay_ms, max_attempts,
+-- backoff_type, backoff_ms, backoff_max_ms, timeout_ms, ttl_ms,
+-- stall_timeout_ms, remove_on_complete, remove_on_fail, custom_id, unique_key,
+-- unique_ttl_ms, group_id, parent_id, parent_queue, pending_deps,
+-- has_dependents, opts, created_at_ms (NULL = now).
 WITH input AS (
     SELECT *
-    FROM unnest(
-        $2::text[], $3::text[], $4::text[], $5::jsonb[], $6::int[], $7::bool[],
-        $8::bigint[], $9::int[], $10::text[], $11::bigint[], $12::bigint[],
-        $13::bigint[], $14::bigint[], $15::bigint[], $16::bool[], $17::bool[],
-        $18::text[], $19::text[], $20::bigint[], $21::text[], $22::text[], $23::text[],
-        $24::int[], $25::bool[], $26::jsonb[], $27::float8[]
-    ) WITH ORDINALITY AS t(
-        id, queue, name, data, priority, lifo, delay_ms, max_attempts, backoff_type,
-        backoff_ms, backoff_max_ms, timeout_ms, ttl_ms, stall_timeout_ms,
-        remove_on_complete, remove_on_fail, custom_id, unique_key, unique_ttl_ms,
-        group_id, parent_id, parent_queue, pending_deps, has_dependents, opts,
-        created_at_ms, ord)
+    FROM unnest($2::text[], $3::text[], $4::text[], $5::jsonb[], $6::int[], $7::bool[], $8::bigint[], $9::int[], $10::text[], $11::bigint[], $12::bigint[], $13::bigint[], $14::bigint[], $15::bigint[], $16::bool[], $17::bool[], $18::text[], $19::text[], $20::bigint[], $21::text[], $22::text[], $23::text[], $24::int[], $25::bool[], $26::jsonb[], $27::float8[])
+         WITH ORDINALITY AS t(id, queue, name, data, priority, lifo, delay_ms, max_attempts, backoff_type, backoff_ms, backoff_max_ms, timeout_ms, ttl_ms, stall_timeout_ms, remove_on_complete, remove_on_fail, custom_id, unique_key, unique_ttl_ms, group_id, parent_id, parent_queue, pending_deps, has_dependents, opts, created_at_ms, ord)
 ), stamped AS (
-    SELECT i.*,
-           coalesce(to_timestamp(i.created_at_ms / 1000.0), statement_timestamp()) AS created_at
+    SELECT i.id, i.ord,
+           coalesce(i.queue, $28::text) AS queue,
+           coalesce(i.name, $29::text) AS name,
+           coalesce(i.data, $30::jsonb) AS data,
+           coalesce(i.priority, $31::int) AS priority,
+           coalesce(i.lifo, $32::bool) AS lifo,
+           coalesce(i.delay_ms, $33::bigint) AS delay_ms,
+           coalesce(i.max_attempts, $34::int) AS max_attempts,
+           coalesce(i.backoff_type, $35::text) AS backoff_type,
+           coalesce(i.backoff_ms, $36::bigint) AS backoff_ms,
+           coalesce(i.backoff_max_ms, $37::bigint) AS backoff_max_ms,
+           coalesce(i.timeout_ms, $38::bigint) AS timeout_ms,
+           coalesce(i.ttl_ms, $39::bigint) AS ttl_ms,
+           coalesce(i.stall_timeout_ms, $40::bigint) AS stall_timeout_ms,
+           coalesce(i.remove_on_complete, $41::bool) AS remove_on_complete,
+           coalesce(i.remove_on_fail, $42::bool) AS remove_on_fail,
+           coalesce(i.custom_id, $43::text) AS custom_id,
+           coalesce(i.unique_key, $44::text) AS unique_key,
+           coalesce(i.unique_ttl_ms, $45::bigint) AS unique_ttl_ms,
+           coalesce(i.group_id, $46::text) AS group_id,
+           coalesce(i.parent_id, $47::text) AS parent_id,
+           coalesce(i.parent_queue, $48::text) AS parent_queue,
+           coalesce(i.pending_deps, $49::int) AS pending_deps,
+           coalesce(i.has_dependents, $50::bool) AS has_dependents,
+           coalesce(i.opts, $51::jsonb) AS opts,
+           coalesce(i.created_at_ms, $52::float8) AS created_at_ms
     FROM input i
+), dated AS (
+    SELECT s.*,
+           coalesce(to_timestamp(s.created_at_ms / 1000.0), statement_timestamp()) AS created_at
+    FROM stamped s
 ), inserted AS (
     INSERT INTO pgqueue_jobs (
         namespace, id, queue, name, data, state, priority, lifo, lifo_seq, run_at,
@@ -47,7 +67,7 @@ WITH input AS (
            statement_timestamp() + s.unique_ttl_ms * interval '1 millisecond',
            s.group_id, s.parent_id, s.parent_queue, s.pending_deps, s.has_dependents,
            s.opts
-    FROM stamped s
+    FROM dated s
     ORDER BY s.ord
     ON CONFLICT DO NOTHING
     RETURNING id, queue, name, state, run_at, priority

@@ -56,6 +56,10 @@ def _free_port() -> int:
 
 
 def start_services(dsn: str, scratch: pathlib.Path) -> dict[str, Any]:
+    # Called right after CREATE DATABASE: brokers check the schema, never create it.
+    from pgqueue.db.schema import migrate
+
+    migrate(dsn)
     ports = [_free_port(), _free_port()]
     processes = []
     for i, port in enumerate(ports):

@@ -272,3 +272,35 @@ async def test_a_long_poll_in_flight_ends_at_once_when_the_broker_drains(
     answer = await waiting
     assert answer["job"] is None
     await worker.close()
+
+
+async def test_a_connection_holding_a_partial_frame_is_closed_and_others_go_on(
+    brokers: BrokerFactory,
+) -> None:
+    broker = brokers.start("slow", "--idle-partial-frame-ms", "300", http=False)
+    slow = await connect(broker)
+    other = await connect(broker)
+    slow.send_raw(struct.pack(">I", 100) + b"only ten b")  # 10 of the 100 declared bytes
+    await asyncio.wait_for(slow.closed.wait(), 10)  # closed by the broker (slowloris guard)
+    assert (await other.call("Ping"))["data"]["pong"] is True
+    await slow.close()
+    await other.close()
+
+
+async def test_the_per_connection_inflight_cap_pauses_reading_without_losing_frames(
+    brokers: BrokerFactory,
+) -> None:
+    broker = brokers.start("capped", "--max-inflight", "2", http=False)
+    client = await connect(broker)
+    polls = [
+        asyncio.create_task(client.call("PULL", {"queue": f"idle-{i}", "timeout": 1500}))
+        for i in range(2)
+    ]
+    pings = [asyncio.create_task(client.call("Ping")) for _ in range(5)]
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    answers = await asyncio.gather(*pings)
+    assert all(a["data"]["pong"] for a in answers)
+    assert loop.time() - started > 0.5, "the pings waited for a free slot"
+    assert all((await p)["job"] is None for p in polls)
+    await client.close()

@@ -154,3 +154,47 @@ async def test_a_draining_broker_is_not_ready_and_refuses_new_requests(
         assert (await long_poll)["completed"] is False
     await tcp.close()
     assert broker.terminate() == 0
+
+
+async def test_metrics_show_queue_gauges_latencies_and_vacuum_health(
+    brokers: BrokerFactory, db_dsn: str
+) -> None:
+    broker = brokers.start("m")
+    tcp = await Connection.open("127.0.0.1", broker.tcp_port)
+    holder = None
+    try:
+        await tcp.call(
+            "PUSHB", {"queue": "mq", "jobs": [{"name": "n", "data": i} for i in range(3)]}
+        )
+        pulled = await tcp.call("PULLB", {"queue": "mq", "count": 2, "owner": "w"})
+        await tcp.call("ACKB", {"ids": [pulled["jobs"][0]["id"]], "tokens": [pulled["tokens"][0]]})
+        # A transaction left open holds the xmin horizon back: the metrics name it.
+        import asyncpg
+
+        holder = await asyncpg.connect(db_dsn)
+        await holder.execute("BEGIN")
+        await holder.execute("SELECT pg_current_xact_id()")
+        holder_pid = holder.get_server_pid()
+        async with http_client(broker) as http:
+
+            async def scraped() -> str | None:
+                text = (await http.get("/metrics")).text
+                waiting = sample(text, "pgqueue_jobs", 'queue="mq",state="waiting"')
+                completed = sample(text, "pgqueue_jobs", 'queue="mq",state="completed"')
+                pushed = sample(text, "pgqueue_jobs_pushed_total", 'queue="mq"')
+                ok = waiting == 1 and completed == 1 and pushed == 3
+                ok = ok and f'holder="{holder_pid}"' in text
+                return text if ok else None
+
+            text = await eventually(scraped, timeout=20, interval=0.5)
+        assert sample(text, "pgqueue_jobs", 'queue="mq",state="active"') == 1
+        assert sample(text, "pgqueue_pickup_latency_seconds_count", 'queue="mq"') == 2
+        assert sample(text, "pgqueue_broker_sessions", 'status="live"') == 1
+        assert re.search(r"^pgqueue_leader 1\.0$", text, re.MULTILINE)
+        assert sample(text, "pgqueue_table_dead_tuples", 'table="pgqueue_jobs"') is not None
+        assert re.search(r"^pgqueue_oldest_xmin_age_transactions \d", text, re.MULTILINE)
+        assert re.search(r"^pgqueue_projection_entries \d", text, re.MULTILINE)
+    finally:
+        if holder is not None:
+            await holder.close()
+        await tcp.close()
