@@ -24,13 +24,15 @@ MAX_PULL_COUNT = 1000
 MAX_PULL_TIMEOUT_MS = 60_000
 
 
-def _check(queue: str, count: int, lock_ttl_ms: int, timeout_ms: int) -> None:
+def _check(queue: str, count: int, lock_ttl_ms: int | None, timeout_ms: int) -> None:
     validate_queue_name(queue)
-    for name, value, lo, hi in (
+    checks: list[tuple[str, object, int, int]] = [
         ("count", count, 1, MAX_PULL_COUNT),
-        ("lockTtl", lock_ttl_ms, 1, 86_400_000),
         ("timeout", timeout_ms, 0, MAX_PULL_TIMEOUT_MS),
-    ):
+    ]
+    if lock_ttl_ms is not None:
+        checks.append(("lockTtl", lock_ttl_ms, 1, 86_400_000))
+    for name, value, lo, hi in checks:
         if isinstance(value, bool) or not isinstance(value, int):
             raise ValidationError(f"{name} must be an integer", field=name)
         if value < lo:
@@ -40,7 +42,7 @@ def _check(queue: str, count: int, lock_ttl_ms: int, timeout_ms: int) -> None:
 
 
 async def claim_once(
-    ctx: EngineContext, queue: str, count: int, owner: str, lock_ttl_ms: int
+    ctx: EngineContext, queue: str, count: int, owner: str, lock_ttl_ms: int | None
 ) -> list[ClaimedJob]:
     """One claim statement: up to ``count`` due jobs, leased to ``owner``."""
     ctx.session.check()
@@ -53,6 +55,7 @@ async def claim_once(
         ctx.broker_id,
         ctx.session_id,
         lock_ttl_ms,
+        ctx.config.lease_ms,
     )
     if rows and not rows[0]["session_live"]:
         ctx.session.fenced.set()
@@ -66,7 +69,7 @@ async def pull_batch(
     count: int,
     *,
     owner: str,
-    lock_ttl_ms: int,
+    lock_ttl_ms: int | None,
     timeout_ms: int,
 ) -> list[ClaimedJob]:
     """Claim up to ``count`` jobs, waiting up to ``timeout_ms`` for the first ones.

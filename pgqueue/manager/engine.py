@@ -270,7 +270,7 @@ class PostgresQueueManager(ControlOps, DlqOps, WebhookOps, ManagerBase):
             queue,
             count,
             owner=owner or self.broker_id,
-            lock_ttl_ms=lock_ttl_ms or self.config.lease_ms,
+            lock_ttl_ms=lock_ttl_ms,
             timeout_ms=timeout_ms,
         )
 

@@ -4,13 +4,21 @@
 -- together), then lease them on the database clock and bump each fence.
 -- Nothing is claimed when the broker session is not live or the queue is
 -- paused.  $1 namespace, $2 queue, $3 count, $4 owner, $5 broker_id,
--- $6 session_id, $7 lease_ms.
+-- $6 session_id, $7 lease_ms (NULL: the queue's stall config stallInterval,
+-- else $8, the broker's default).  The first lease of a claim lasts at least
+-- the queue's gracePeriod; every lease ends by the job's timeout.
 -- Always returns at least one row: session_live, then the claimed job's
 -- columns (NULL when nothing was claimed).
 WITH session AS (
     SELECT EXISTS (SELECT 1 FROM pgqueue_brokers b
                    WHERE b.namespace = $1 AND b.broker_id = $5 AND b.session_id = $6::uuid)
            AS live
+), settings AS (
+    SELECT coalesce($7::bigint, (q.stall_config ->> 'stallInterval')::bigint, $8::bigint)
+               AS lease_ms,
+           coalesce((q.stall_config ->> 'gracePeriod')::bigint, 0) AS grace_ms
+    FROM (SELECT 1) AS one
+    LEFT JOIN pgqueue_queues q ON q.namespace = $1 AND q.queue = $2
 ), locked AS (
     SELECT j.id
     FROM pgqueue_jobs j
@@ -35,10 +43,11 @@ WITH session AS (
         lease_session = $6::uuid,
         started_at = statement_timestamp(),
         lease_until = statement_timestamp()
-            + greatest(1, least($7::bigint, coalesce(j.timeout_ms, $7::bigint),
-                                coalesce(j.stall_timeout_ms, $7::bigint)))
+            + least(greatest(1, s.lease_ms, s.grace_ms),
+                    coalesce(j.timeout_ms, 9223372036854775807),
+                    coalesce(j.stall_timeout_ms, greatest(1, s.lease_ms, s.grace_ms)))
               * interval '1 millisecond'
-    FROM locked
+    FROM locked, settings s
     WHERE j.namespace = $1 AND j.id = locked.id
     RETURNING j.*
 ), events AS (

@@ -98,7 +98,16 @@ async def explain(conn: asyncpg.Connection, query: Query, *args: Any) -> Plan:
 
 
 def claim_args(backlog: Backlog) -> tuple[Any, ...]:
-    return (NAMESPACE, "emails", 100, "worker-1", backlog.broker_id, backlog.session_id, 30_000)
+    return (
+        NAMESPACE,
+        "emails",
+        100,
+        "worker-1",
+        backlog.broker_id,
+        backlog.session_id,
+        30_000,
+        30_000,
+    )
 
 
 def walk(node: Plan) -> Iterator[Plan]:
