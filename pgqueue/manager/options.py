@@ -139,6 +139,8 @@ def encode_json(value: Any, *, label: str, limit: int, what: str = "Job data") -
     64 bits, non-string keys, lone surrogates) goes through the strict standard
     encoder, which refuses NaN and infinities instead of changing them.
     """
+    if value is None:
+        return "null"
     try:
         raw = orjson.dumps(value)
     except (orjson.JSONEncodeError, RecursionError):
