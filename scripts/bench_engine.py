@@ -14,11 +14,9 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
-import os
 import statistics
 import sys
 import time
-import uuid
 from pathlib import Path
 
 import psycopg
@@ -27,8 +25,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from pgqueue import Config, PostgresQueueManager  # noqa: E402
-from pgqueue.db.schema import migrate  # noqa: E402
-from pgqueue.embedded import dsn_for_database  # noqa: E402
+from scripts.benchlib import default_dsn, scratch_database, write_section  # noqa: E402
 
 
 def manager(dsn: str, broker: str, pool: int) -> PostgresQueueManager:
@@ -78,43 +75,9 @@ async def one_run(dsn: str, jobs: int, chunk: int, consumers: int, batch: int) -
     return {"push": jobs / push_s, "drain": jobs / drain_s}
 
 
-def fresh_database(server_dsn: str) -> tuple[str, str]:
-    name = f"pgq_bench_{uuid.uuid4().hex[:8]}"
-    with psycopg.connect(server_dsn, autocommit=True) as conn:
-        conn.execute(f'CREATE DATABASE "{name}"')  # type: ignore[arg-type]
-    dsn = dsn_for_database(server_dsn, name)
-    migrate(dsn)
-    return name, dsn
-
-
-def drop_database(server_dsn: str, name: str) -> None:
-    with psycopg.connect(server_dsn, autocommit=True) as conn:
-        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')  # type: ignore[arg-type]
-
-
-def write_section(text: str, section: str = "bench_engine") -> None:
-    """Replace (or append) the marked section ``section`` of docs/benchmarks.md."""
-    start, end = f"<!-- {section}:start -->", f"<!-- {section}:end -->"
-    path = ROOT / "docs" / "benchmarks.md"
-    current = path.read_text() if path.exists() else "# Benchmarks\n"
-    block = f"{start}\n{text.rstrip()}\n{end}"
-    if start in current:
-        head, rest = current.split(start, 1)
-        tail = rest.split(end, 1)[1]
-        current = head + block + tail
-    else:
-        current = current.rstrip() + "\n\n" + block + "\n"
-    path.write_text(current)
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument(
-        "--dsn",
-        default=os.environ.get(
-            "PGQUEUE_BENCH_DSN", "postgresql://postgres@127.0.0.1:5432/postgres"
-        ),
-    )
+    parser.add_argument("--dsn", default=default_dsn())
     parser.add_argument("--jobs", type=int, default=100_000)
     parser.add_argument("--chunk", type=int, default=5_000)
     parser.add_argument("--consumers", type=int, default=4)
@@ -125,11 +88,8 @@ def main() -> None:
     logging.basicConfig(level=logging.WARNING)
     runs = []
     for i in range(args.repeat):
-        name, dsn = fresh_database(args.dsn)
-        try:
+        with scratch_database(args.dsn) as dsn:
             result = asyncio.run(one_run(dsn, args.jobs, args.chunk, args.consumers, args.batch))
-        finally:
-            drop_database(args.dsn, name)
         runs.append(result)
         print(
             f"run {i + 1}: push {result['push']:,.0f} jobs/s, drain {result['drain']:,.0f} jobs/s"
@@ -151,7 +111,8 @@ def main() -> None:
             f"median of {len(runs)} runs, each on a fresh database.\n\n"
             f"| phase | jobs/s (median) | runs |\n|---|---|---|\n"
             f"| bulk push | {push:,.0f} | {push_runs} |\n"
-            f"| drain (claim + ack) | {drain:,.0f} | {drain_runs} |\n"
+            f"| drain (claim + ack) | {drain:,.0f} | {drain_runs} |\n",
+            "bench_engine",
         )
 
 

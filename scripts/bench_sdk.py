@@ -15,16 +15,10 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import logging
-import os
-import socket
 import statistics
-import subprocess
 import sys
 import time
-import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -34,70 +28,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from pgqueue.client import Job, Queue, Worker  # noqa: E402
-from pgqueue.db.schema import migrate  # noqa: E402
-from pgqueue.embedded import dsn_for_database  # noqa: E402
+from scripts.benchlib import brokers, default_dsn, scratch_database, write_section  # noqa: E402
 
-SECTION_START = "<!-- bench_sdk:start -->"
-SECTION_END = "<!-- bench_sdk:end -->"
 NAMESPACE = "bench"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-@contextlib.contextmanager
-def brokers(dsn: str, count: int = 2) -> Iterator[str]:
-    """``count`` broker processes on ``dsn``; yields their pgqueue:// connection string."""
-    processes: list[subprocess.Popen[bytes]] = []
-    addresses = []
-    try:
-        for i in range(count):
-            port = free_port()
-            process = subprocess.Popen(
-                [
-                    sys.executable,
-                    "-m",
-                    "pgqueue",
-                    "--log-level",
-                    "WARNING",
-                    "serve",
-                    "--dsn",
-                    dsn,
-                    "--namespace",
-                    NAMESPACE,
-                    "--broker-id",
-                    f"bench-{i}",
-                    "--host",
-                    "127.0.0.1",
-                    "--tcp-port",
-                    str(port),
-                    "--no-http",
-                ],
-                stdout=subprocess.PIPE,
-                stderr=subprocess.STDOUT,
-                cwd=ROOT,
-                env={**os.environ, "PYTHONUNBUFFERED": "1"},
-            )
-            processes.append(process)
-            assert process.stdout is not None
-            for line in process.stdout:
-                if b"serving namespace" in line:
-                    break
-            else:
-                raise SystemExit(f"broker {i} did not start")
-            addresses.append(f"127.0.0.1:{port}")
-        yield "pgqueue://" + ",".join(addresses)
-    finally:
-        for process in processes:
-            process.terminate()
-        for process in processes:
-            try:
-                process.wait(30)
-            except subprocess.TimeoutExpired:
-                process.kill()
 
 
 async def one_run(connection: str, jobs: int, concurrency: int) -> dict[str, float]:
@@ -133,52 +66,18 @@ async def one_run(connection: str, jobs: int, concurrency: int) -> dict[str, flo
     return {"add": jobs / add_s, "drain": jobs / drain_s}
 
 
-def fresh_database(server_dsn: str) -> tuple[str, str]:
-    name = f"pgq_bench_{uuid.uuid4().hex[:8]}"
-    with psycopg.connect(server_dsn, autocommit=True) as conn:
-        conn.execute(f'CREATE DATABASE "{name}"')  # type: ignore[arg-type]
-    dsn = dsn_for_database(server_dsn, name)
-    migrate(dsn)
-    return name, dsn
-
-
-def drop_database(server_dsn: str, name: str) -> None:
-    with psycopg.connect(server_dsn, autocommit=True) as conn:
-        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')  # type: ignore[arg-type]
-
-
 def measure(transport: str, server_dsn: str, jobs: int, concurrency: int) -> dict[str, float]:
-    name, dsn = fresh_database(server_dsn)
-    try:
+    with scratch_database(server_dsn) as dsn:
         if transport == "embedded":
             return asyncio.run(one_run(f"{dsn}?namespace={NAMESPACE}", jobs, concurrency))
-        with brokers(dsn) as connection:
+        with brokers(dsn, namespace=NAMESPACE) as ports:
+            connection = "pgqueue://" + ",".join(f"127.0.0.1:{port}" for port in ports)
             return asyncio.run(one_run(connection, jobs, concurrency))
-    finally:
-        drop_database(server_dsn, name)
-
-
-def write_section(text: str) -> None:
-    path = ROOT / "docs" / "benchmarks.md"
-    current = path.read_text() if path.exists() else "# Benchmarks\n"
-    block = f"{SECTION_START}\n{text.rstrip()}\n{SECTION_END}"
-    if SECTION_START in current:
-        head, rest = current.split(SECTION_START, 1)
-        tail = rest.split(SECTION_END, 1)[1]
-        current = head + block + tail
-    else:
-        current = current.rstrip() + "\n\n" + block + "\n"
-    path.write_text(current)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument(
-        "--dsn",
-        default=os.environ.get(
-            "PGQUEUE_BENCH_DSN", "postgresql://postgres@127.0.0.1:5432/postgres"
-        ),
-    )
+    parser.add_argument("--dsn", default=default_dsn())
     parser.add_argument("--jobs", type=int, default=20_000)
     parser.add_argument("--concurrency", type=int, default=50)
     parser.add_argument("--repeat", type=int, default=3)
@@ -220,7 +119,8 @@ def main() -> None:
             f"{args.repeat} runs, each on a fresh database.\n\n"
             f"| transport | phase | jobs/s (median) | runs |\n|---|---|---|---|\n"
             + "\n".join(rows)
-            + "\n"
+            + "\n",
+            "bench_sdk",
         )
 
 

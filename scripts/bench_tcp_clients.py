@@ -15,91 +15,30 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import os
-import signal
 import statistics
-import subprocess
 import sys
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import psycopg
-
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from pgqueue.db.schema import migrate  # noqa: E402
-from pgqueue.embedded import dsn_for_database  # noqa: E402
-from scripts.bench_engine import write_section  # noqa: E402
-from tests.acceptance.clients.runner import (  # noqa: E402
+from scripts.benchlib import (  # noqa: E402
+    brokers,
+    default_dsn,
     free_port,
-    ping,
-    run_ts_scenario,
-    start_reference_bunqueue,
+    scratch_database,
+    write_section,
 )
+from tests.acceptance.clients.runner import run_ts_scenario, start_reference_bunqueue  # noqa: E402
 
 SECTION = "bench_tcp_clients"
 
 
 @contextlib.contextmanager
-def database(server_dsn: str) -> Iterator[str]:
-    name = f"pgq_tcpbench_{uuid.uuid4().hex[:8]}"
-    with psycopg.connect(server_dsn, autocommit=True) as conn:
-        conn.execute(f'CREATE DATABASE "{name}"')  # type: ignore[arg-type]
-    try:
-        yield dsn_for_database(server_dsn, name)
-    finally:
-        with psycopg.connect(server_dsn, autocommit=True) as conn:
-            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')  # type: ignore[arg-type]
-
-
-@contextlib.contextmanager
-def pgqueue_brokers(dsn: str) -> Iterator[tuple[int, int]]:
-    migrate(dsn)
-    ports = (free_port(), free_port())
-    processes = []
-    for i, port in enumerate(ports):
-        processes.append(
-            subprocess.Popen(
-                [
-                    sys.executable,
-                    "-m",
-                    "pgqueue",
-                    "--log-level",
-                    "WARNING",
-                    "serve",
-                    "--dsn",
-                    dsn,
-                    "--broker-id",
-                    f"bench-{i}",
-                    "--host",
-                    "127.0.0.1",
-                    "--tcp-port",
-                    str(port),
-                    "--no-http",
-                ],
-                cwd=ROOT,
-                stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL,
-            )
-        )
-    try:
-        for port in ports:
-            if not wait_ping(port):
-                raise SystemExit(f"pgqueue broker on {port} did not start")
-        yield ports
-    finally:
-        for process in processes:
-            process.send_signal(signal.SIGTERM)
-        for process in processes:
-            process.wait(60)
-
-
-@contextlib.contextmanager
-def bunqueue_brokers(dsn: str) -> Iterator[tuple[int, int]]:
-    ports = (free_port(), free_port())
+def bunqueue_brokers(dsn: str) -> Iterator[list[int]]:
+    ports = [free_port(), free_port()]
     servers = []
     try:
         for i, port in enumerate(ports):
@@ -119,21 +58,10 @@ def bunqueue_brokers(dsn: str) -> Iterator[tuple[int, int]]:
             server.stop()
 
 
-def wait_ping(port: int) -> bool:
-    import time
-
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        if ping("127.0.0.1", port):
-            return True
-        time.sleep(0.1)  # a child process starting; polled with a deadline
-    return False
-
-
 def one(server: str, server_dsn: str, jobs: int) -> dict[str, Any]:
-    with database(server_dsn) as dsn:
-        brokers = pgqueue_brokers if server == "pgqueue" else bunqueue_brokers
-        with brokers(dsn) as (a, b):
+    with scratch_database(server_dsn, "pgq_tcpbench", migrated=server == "pgqueue") as dsn:
+        servers = brokers(dsn) if server == "pgqueue" else bunqueue_brokers(dsn)
+        with servers as (a, b):
             result = run_ts_scenario(
                 "throughput",
                 {
@@ -154,12 +82,7 @@ def one(server: str, server_dsn: str, jobs: int) -> dict[str, Any]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument(
-        "--dsn",
-        default=os.environ.get(
-            "PGQUEUE_BENCH_DSN", "postgresql://postgres@127.0.0.1:5432/postgres"
-        ),
-    )
+    parser.add_argument("--dsn", default=default_dsn())
     parser.add_argument("--jobs", type=int, default=20_000)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--no-write", action="store_true")
