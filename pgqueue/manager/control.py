@@ -107,6 +107,12 @@ class ControlOps(ManagerBase):
     async def list_queues(self) -> list[str]:
         return await listings.list_queues(self.ctx)
 
+    async def finished_per_minute(
+        self, queue: str, state: str, minutes: int = listings.MAX_SERIES_MINUTES
+    ) -> tuple[int, list[int]]:
+        """``(current minute's start in epoch ms, counts per minute newest first)``."""
+        return await listings.finished_per_minute(self.ctx, queue, state, minutes)
+
     async def wait_for_job(self, job_id: str, timeout_ms: int) -> tuple[bool, Any]:
         """``(True, result)`` once completed; ``(False, None)`` if it failed or timed out."""
         return await listings.wait_for_job(self.ctx, job_id, timeout_ms)

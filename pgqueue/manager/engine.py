@@ -249,6 +249,11 @@ class PostgresQueueManager(ControlOps, DlqOps, WebhookOps, ManagerBase):
     async def get_children_values(self, parent_id: str) -> dict[str, Any]:
         return await reads.get_children_values(self.ctx, parent_id)
 
+    async def get_children_failures(self, parent_id: str, *, ignored: bool) -> dict[str, str]:
+        """Errors of the failed children, ``"<queue>:<id>" -> error``: the failures
+        the parent ignores (``ignore_dependency_on_failure``) or the others."""
+        return await reads.get_children_failures(self.ctx, parent_id, ignored=ignored)
+
     async def attach_child(self, child_id: str, parent_id: str) -> None:
         """Make ``parent_id`` the parent of an existing job (legacy child-first flows)."""
         await admission.attach_child(self.ctx, child_id, parent_id)

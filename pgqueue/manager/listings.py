@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -42,6 +43,7 @@ __all__ = [
 MAX_LIST_LIMIT = 10_000
 MAX_LIST_OFFSET = 1_000_000
 MAX_WAIT_MS = 600_000
+MAX_SERIES_MINUTES = 7 * 24 * 60  # a week of per-minute points, as BullMQ's ONE_WEEK
 
 
 def parse_states(states: str | Sequence[str] | None) -> list[str]:
@@ -95,6 +97,29 @@ async def get_counts_per_priority(ctx: EngineContext, queue: str) -> dict[int, i
     validate_queue_name(queue)
     rows = await ctx.db.fetch(Q.job_counts_per_priority, ctx.namespace, queue)
     return {int(row["priority"]): int(row["n"]) for row in rows}
+
+
+async def finished_per_minute(
+    ctx: EngineContext, queue: str, state: str, minutes: int
+) -> tuple[int, list[int]]:
+    """Jobs of ``queue`` that finished in ``state`` per wall-clock minute, newest first.
+
+    Returns ``(start of the current minute in epoch ms, counts)``; ``counts[0]`` is the
+    current minute and the list reaches back to the oldest minute, within ``minutes``,
+    that has any.  Counts the finished jobs retention keeps (``removeOnComplete`` /
+    ``removeOnFail`` jobs are gone at once and not counted).
+    """
+    validate_queue_name(queue)
+    if state not in ("completed", "failed"):
+        raise ValidationError("state must be 'completed' or 'failed'", field="state")
+    window = check_int(minutes, "minutes", 1, MAX_SERIES_MINUTES)
+    rows = await ctx.db.fetch(Q.queue_finished_per_minute, ctx.namespace, queue, state, window)
+    if not rows:
+        return int(time.time() // 60 * 60_000), []
+    counts = [0] * (int(rows[-1]["minutes_ago"]) + 1)
+    for row in rows:
+        counts[int(row["minutes_ago"])] = int(row["n"])
+    return int(rows[0]["now_minute_ms"]), counts
 
 
 async def list_queues(ctx: EngineContext) -> list[str]:

@@ -81,6 +81,15 @@ async def get_children_values(ctx: EngineContext, parent_id: str) -> dict[str, A
     }
 
 
+async def get_children_failures(
+    ctx: EngineContext, parent_id: str, *, ignored: bool
+) -> dict[str, str]:
+    """Errors of a parent's failed children, keyed ``"<queue>:<id>"``: those whose
+    failure the parent ignores (``ignored=True``) or the others."""
+    rows = await ctx.db.fetch(Q.job_children_failures, ctx.namespace, parent_id, ignored)
+    return {f"{row['queue']}:{row['id']}": str(row["reason"]) for row in rows}
+
+
 async def get_jobs_by_ids(ctx: EngineContext, job_ids: Sequence[str]) -> dict[str, Job]:
     """Jobs by id (missing ids are absent from the map)."""
     rows = await ctx.db.fetch(Q.job_get_by_ids, ctx.namespace, list(job_ids))

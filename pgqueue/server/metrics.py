@@ -16,6 +16,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, gene
 
 from pgqueue.db.queries import Q
 from pgqueue.manager.outbox import Event
+from pgqueue.server.rates import RateMeter
 
 if TYPE_CHECKING:
     from pgqueue.server.broker import Broker
@@ -33,6 +34,9 @@ class BrokerMetrics:
         self.broker = broker
         self.refresh_ms = refresh_ms
         self._refreshed_at = 0.0
+        # Namespace-wide admissions and claims per second, from the outbox (Stats).
+        self.push_rate = RateMeter()
+        self.pull_rate = RateMeter()
         r = self.registry = CollectorRegistry(auto_describe=True)
         self.commands = Counter(
             "pgqueue_commands_total",
@@ -164,6 +168,9 @@ class BrokerMetrics:
         self.events.labels(queue, event.type).inc()
         if event.type == "pushed":
             self.pushed.labels(queue).inc()
+            self.push_rate.mark()
+        elif event.type == "active":
+            self.pull_rate.mark()
         elif event.type == "completed":
             self.completed.labels(queue).inc()
             duration = payload.get("duration")
@@ -183,19 +190,22 @@ class BrokerMetrics:
     async def refresh(self) -> None:
         """Update the database-backed gauges (at most once per ``refresh_ms``)."""
         broker = self.broker
-        now = time.monotonic()
-        if broker is None or now - self._refreshed_at < self.refresh_ms / 1000:
+        if broker is None:
             return
-        self._refreshed_at = now
-        manager = broker.manager
-        db = manager.db
-        if broker.projection is not None:
+        if broker.projection is not None:  # in memory: always current
             stats = broker.projection.stats
             self.projection_entries.set(stats.entries)
             self.projection_bytes.set(stats.bytes)
             self.projection_hit_ratio.set(stats.hit_rate)
             staleness = broker.projection.staleness_ms()
             self.projection_staleness.set((staleness or 0) / 1000)
+        now = time.monotonic()
+        if now - self._refreshed_at < self.refresh_ms / 1000:
+            return
+        self._refreshed_at = now
+        manager = broker.manager
+        db = manager.db
+        if broker.projection is not None:
             self.jobs.clear()
             for queue, counts in (await broker.projection.all_counts()).items():
                 for state, n in counts.items():

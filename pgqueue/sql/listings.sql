@@ -188,6 +188,23 @@ WHERE j.namespace = $1 AND j.queue = $2 AND j.state = 'pending'
 GROUP BY j.priority
 ORDER BY j.priority
 
+-- name: queue_finished_per_minute
+-- Finished jobs of a queue in one state per wall-clock minute, for the minutes that
+-- have any, over the last $4 minutes (a range scan of pgqueue_finished_listing_idx).
+-- minutes_ago 0 is the current minute; now_minute_ms is its start (epoch ms).
+-- $1 namespace, $2 queue, $3 state ('completed' or 'failed'), $4 minutes.
+SELECT ((extract(epoch FROM date_trunc('minute', statement_timestamp()))
+         - extract(epoch FROM date_trunc('minute', f.finished_at))) / 60)::int AS minutes_ago,
+       count(*)::bigint AS n,
+       (extract(epoch FROM date_trunc('minute', statement_timestamp())) * 1000)::bigint
+           AS now_minute_ms
+FROM pgqueue_finished f
+WHERE f.namespace = $1 AND f.queue = $2 AND f.state = $3 AND NOT f.removed
+  AND f.finished_at >= date_trunc('minute', statement_timestamp())
+                       - make_interval(mins => $4::int - 1)
+GROUP BY 1, 3
+ORDER BY 1
+
 -- name: queue_list
 -- Every queue of a namespace: the registry plus any queue that holds jobs
 -- (distinct queues read with a skip scan over the listing indexes).  $1 namespace.

@@ -81,6 +81,16 @@ FROM pgqueue_finished f
 WHERE f.namespace = $1 AND f.parent_id = $2 AND f.state = 'completed'
 ORDER BY f.finished_at, f.id
 
+-- name: job_children_failures
+-- Failed children of a parent and their errors: $3 true for the children whose
+-- failure the parent ignores (ignore_dependency_on_failure), false for the others.
+-- $1 namespace, $2 parent id, $3 ignored.
+SELECT f.id, f.queue, coalesce(f.error, f.failed_reason, '') AS reason
+FROM pgqueue_finished f
+WHERE f.namespace = $1 AND f.parent_id = $2 AND f.state = 'failed' AND NOT f.removed
+  AND coalesce((f.opts ->> 'ignore_dependency_on_failure')::boolean, false) = $3::boolean
+ORDER BY f.finished_at, f.id
+
 -- name: job_get_by_ids
 -- Several jobs (live or finished, not removed) by id, in no particular order.
 -- $1 namespace, $2 ids.

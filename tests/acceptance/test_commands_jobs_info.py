@@ -209,11 +209,33 @@ async def test_list_queues_names_every_queue_holding_jobs(clients: Clients) -> N
     assert queues == sorted(queues)
 
 
-@pytest.mark.parametrize("cmd", ["GetFailedChildrenValues", "GetIgnoredChildrenFailures"])
-async def test_children_failure_queries_answer_empty_values(clients: Clients, cmd: str) -> None:
-    a, _ = clients
-    job_id = await push(a, new_queue())
-    assert bare(await a.call(cmd, {"id": job_id})) == {"ok": True, "values": {}}
+async def test_children_failure_queries_name_each_failed_child_and_its_error(
+    clients: Clients,
+) -> None:
+    a, b = clients
+    parents, kids = new_queue(), new_queue()
+    parent = await push(a, parents)
+    failing = await push(a, kids, "fails", maxAttempts=1)
+    ignored = await push(a, kids, "ignored", maxAttempts=1, ignoreDependencyOnFailure=True)
+    fine = await push(a, kids, "fine")
+    for child in (failing, ignored, fine):
+        await a.call("UpdateParent", {"childId": child, "parentId": parent})
+    for _ in range(3):
+        job, token = await pull(a, kids)
+        if job["id"] == fine:
+            await a.call("ACK", {"id": fine, "token": token})
+        else:
+            await a.call("FAIL", {"id": job["id"], "token": token, "error": f"{job['id']} broke"})
+
+    failed = await b.call("GetFailedChildrenValues", {"id": parent})
+    assert bare(failed) == {"ok": True, "values": {f"{kids}:{failing}": f"{failing} broke"}}
+    skipped = await b.call("GetIgnoredChildrenFailures", {"id": parent})
+    assert bare(skipped) == {"ok": True, "values": {f"{kids}:{ignored}": f"{ignored} broke"}}
+    lonely = await push(a, new_queue())
+    assert bare(await b.call("GetFailedChildrenValues", {"id": lonely})) == {
+        "ok": True,
+        "values": {},
+    }
 
 
 # -- bad input -----------------------------------------------------------------------------

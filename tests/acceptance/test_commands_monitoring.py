@@ -8,8 +8,10 @@ from typing import Any
 import pytest
 
 from pgqueue.client.connection import Connection
+from pgqueue.testing import eventually
 from tests.acceptance.command_support import Pair, assert_refused, dead_letter, pull, push
 from tests.acceptance.conftest import BrokerFactory
+from tests.helpers import sql
 
 Clients = tuple[Connection, Connection]
 
@@ -75,7 +77,21 @@ async def test_stats_count_the_jobs_of_the_whole_namespace(clients: Clients) -> 
         "failed": 1,
     }
     assert stats["uptime"] > 0
-    assert (stats["pushPerSec"], stats["pullPerSec"]) == (0, 0)
+
+
+async def test_stats_rates_count_the_namespaces_pushes_and_claims_on_any_broker(
+    clients: Clients,
+) -> None:
+    a, b = clients
+    await fill(a)  # 7 pushes and 3 claims through broker a, in well under 10 s
+
+    async def rates() -> tuple[float, float] | None:
+        stats = (await b.call("Stats"))["stats"]
+        seen = (round(stats["pushPerSec"] * 10), round(stats["pullPerSec"] * 10))
+        return seen if seen == (7, 3) else None
+
+    # Broker b learns of them from the outbox; a second must end before it counts.
+    assert await eventually(rates, timeout=8, interval=0.05) == (7, 3)
 
 
 async def test_legacy_metrics_answer_the_totals_and_this_brokers_latencies(
@@ -102,14 +118,65 @@ async def test_legacy_metrics_answer_the_totals_and_this_brokers_latencies(
     assert metrics["activeConnections"] == 1
 
 
-async def test_queue_metrics_answer_the_count_and_an_empty_series(clients: Clients) -> None:
-    a, _ = clients
-    await fill(a)
-    answer = await a.call("Metrics", {"queue": "q3", "type": "completed"})
-    assert {k: v for k, v in answer.items() if k != "reqId"} == {
-        "ok": True,
-        "data": {"meta": {"count": 1, "prevTS": 0, "prevCount": 0}, "data": [], "count": 0},
+async def complete(conn: Connection, queue: str) -> str:
+    job_id = await push(conn, queue)
+    job, token = await pull(conn, queue)
+    assert job["id"] == job_id
+    await conn.call("ACK", {"id": job_id, "token": token})
+    return job_id
+
+
+async def test_queue_metrics_answer_completions_per_minute_newest_first(
+    pair: Pair, clients: Clients
+) -> None:
+    a, b = clients
+    now, earlier, long_ago = [await complete(a, "series") for _ in range(3)]
+    await dead_letter(a, "series")  # a failure is not a completion
+    await sql(
+        pair.dsn,
+        "UPDATE pgqueue_finished SET finished_at = now() - (CASE id WHEN $2 THEN '3 minutes'"
+        " ELSE '8 days' END)::interval WHERE namespace = $1 AND id IN ($2, $3)",
+        pair.namespace,
+        earlier,
+        long_ago,
+    )
+    finished_ms = {
+        row["id"]: row["ms"]
+        for row in await sql(
+            pair.dsn,
+            "SELECT id, (extract(epoch FROM finished_at) * 1000)::bigint AS ms"
+            " FROM pgqueue_finished WHERE namespace = $1 AND id IN ($2, $3)",
+            pair.namespace,
+            now,
+            earlier,
+        )
     }
+
+    answer = (await b.call("Metrics", {"queue": "series", "type": "completed"}))["data"]
+
+    minute = int(answer["meta"]["prevTS"])  # wide integers travel as float64
+    assert minute % 60_000 == 0
+    # Where each job belongs, counted from the minute the broker answered in.
+    expected = [0] * answer["count"]
+    for ms in finished_ms.values():
+        expected[(minute - ms // 60_000 * 60_000) // 60_000] += 1
+    assert answer["data"] == expected, "the 8-day-old completion is outside the week"
+    assert answer["count"] in (4, 5), "back to the minute 3 minutes ago, not further"
+    assert answer["meta"] == {"count": 3, "prevTS": minute, "prevCount": 3}
+
+    tail = await b.call("Metrics", {"queue": "series", "type": "completed", "start": 1})
+    assert tail["data"]["data"] == expected[1:]
+    head = await b.call("Metrics", {"queue": "series", "type": "completed", "end": 0})
+    assert head["data"]["data"] == expected[:1]
+    failed = (await b.call("Metrics", {"queue": "series", "type": "failed"}))["data"]
+    assert sum(failed["data"]) == 1 and failed["meta"]["count"] == 1
+
+
+async def test_queue_metrics_of_an_idle_queue_are_an_empty_series(clients: Clients) -> None:
+    a, _ = clients
+    answer = await a.call("Metrics", {"queue": "idle", "type": "failed"})
+    data = answer["data"]
+    assert (data["data"], data["count"], data["meta"]["count"]) == ([], 0, 0)
 
 
 async def test_prometheus_answers_the_text_exposition(clients: Clients) -> None:

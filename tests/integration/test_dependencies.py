@@ -150,3 +150,35 @@ async def test_a_dependent_pushed_while_its_dependency_completes_is_never_strand
         )
         assert await manager.get_state(dependent) == "waiting"
         await _run_one(manager, "race")
+
+
+async def test_children_failures_are_told_apart_by_whether_the_parent_ignores_them(
+    manager: PostgresQueueManager,
+) -> None:
+    tree = await manager.push_flow(
+        {
+            "name": "p",
+            "queue": "parents",
+            "children": [
+                {"name": "strict", "queue": "kids", "opts": {"attempts": 1}},
+                {
+                    "name": "lenient",
+                    "queue": "kids",
+                    "opts": {"attempts": 1, "ignore_dependency_on_failure": True},
+                },
+                {"name": "fine", "queue": "kids"},
+            ],
+        }
+    )
+    ids = {child["name"]: child["id"] for child in tree["children"]}
+    for claim in await manager.pull_batch("kids", 3):
+        if claim.name == "fine":
+            await manager.ack(claim.id, claim.token, "ok")
+        else:
+            await manager.fail(claim.id, claim.token, f"{claim.name} broke")
+
+    failed = await manager.get_children_failures(tree["id"], ignored=False)
+    ignored = await manager.get_children_failures(tree["id"], ignored=True)
+    assert failed == {f"kids:{ids['strict']}": "strict broke"}
+    assert ignored == {f"kids:{ids['lenient']}": "lenient broke"}
+    assert await manager.get_children_values(tree["id"]) == {f"kids:{ids['fine']}": "ok"}

@@ -9,9 +9,10 @@ counts}`` (priorities as string keys, as a JSON object has them), ``WaitJob``
 ``{queues}``.
 
 ``GetProgress`` answers for any known job, finished ones too (bunqueue only
-for active jobs).  ``GetFailedChildrenValues`` and ``GetIgnoredChildrenFailures`` answer
-``{values: {}}``: the engine resolves a parent's failed children by its
-failure policy but keeps no map of their errors.
+for active jobs).  ``GetFailedChildrenValues`` answers ``{values:
+{"<queue>:<id>": error}}`` for the parent's children that failed for good,
+``GetIgnoredChildrenFailures`` the same for those that failed with
+``ignoreDependencyOnFailure`` (the failures the parent went on without).
 """
 
 from __future__ import annotations
@@ -113,8 +114,13 @@ async def list_queues(req: Request) -> dict[str, Any]:
     return {"queues": await req.manager.list_queues()}
 
 
-@command("GetFailedChildrenValues", "GetIgnoredChildrenFailures")
-async def get_children_failures(req: Request) -> dict[str, Any]:
-    """Always ``{values: {}}`` (see the module docstring)."""
-    req.fields.job_id("id")
-    return {"values": {}}
+@command("GetFailedChildrenValues")
+async def get_failed_children_values(req: Request) -> dict[str, Any]:
+    parent = req.fields.job_id("id")
+    return {"values": await req.manager.get_children_failures(parent, ignored=False)}
+
+
+@command("GetIgnoredChildrenFailures")
+async def get_ignored_children_failures(req: Request) -> dict[str, Any]:
+    parent = req.fields.job_id("id")
+    return {"values": await req.manager.get_children_failures(parent, ignored=True)}

@@ -4,9 +4,10 @@
   pushPerSec, pullPerSec}}``: job counts of the whole namespace, read from
   PostgreSQL (``waiting`` excludes prioritized jobs, as in bunqueue's
   PostgreSQL mode; ``prioritized`` and ``waitingChildren`` are added);
-  ``dlq`` counts DLQ entries; ``uptime`` is this broker's, in ms.  The
-  engine keeps no throughput counters yet, so ``pushPerSec`` and
-  ``pullPerSec`` are 0.
+  ``dlq`` counts DLQ entries; ``uptime`` is this broker's, in ms.
+  ``pushPerSec`` / ``pullPerSec`` are the namespace's admissions / claims per
+  second over the last 10 s, counted from the outbox events this broker
+  follows (so every broker reports the same cluster-wide rate).
 * ``Metrics`` without ``queue`` → ``{metrics: {totalPushed, totalPulled,
   totalCompleted, totalFailed, avgLatencyMs, avgProcessingMs, memoryUsageMb,
   sqliteSizeMb, activeConnections}}``.  The totals count the jobs PostgreSQL
@@ -14,8 +15,11 @@
   pushed = every job, pulled = active + finished.  Latencies are this
   broker's mean PUSH/PULL and ACK service times (0 until metrics are on).
 * ``Metrics {queue, type, start?, end?}`` → ``D{meta: {count, prevTS,
-  prevCount}, data, count}``: ``meta.count`` is the queue's completed (or
-  failed) jobs; the engine keeps no per-minute series, so ``data`` is empty.
+  prevCount}, data, count}``, BullMQ's ``getMetrics`` shape: ``data`` is the
+  queue's completed (or failed) jobs per minute, newest minute first, over the
+  last week (``start``..``end`` inclusive, ``end`` -1 = to the oldest);
+  ``count`` is the length of the whole series; ``meta.count`` the finished
+  jobs retention keeps; ``prevTS`` the start of the current minute.
 * ``Prometheus`` → ``D{metrics: <text exposition>}``: this broker's
   registry, as ``GET /metrics`` serves it.
 """
@@ -80,8 +84,8 @@ async def stats(req: Request) -> dict[str, Any]:
             "completed": counts.completed,
             "failed": counts.failed,
             "uptime": (time.time() - req.broker.started_at) * 1000.0,
-            "pushPerSec": 0,
-            "pullPerSec": 0,
+            "pushPerSec": req.broker.metrics.push_rate.rate(),
+            "pullPerSec": req.broker.metrics.pull_rate.rate(),
         }
     }
 
@@ -138,11 +142,19 @@ async def metrics(req: Request) -> dict[str, Any]:
     kind = f.get("type")
     if kind not in ("completed", "failed"):
         raise ValidationError("Metrics type must be 'completed' or 'failed'", field="type")
-    f.opt_int("start", minimum=0, maximum=MAX_SERIES_POSITION)
-    f.opt_int("end", minimum=-1, maximum=MAX_SERIES_POSITION)
+    start = f.opt_int("start", minimum=0, maximum=MAX_SERIES_POSITION) or 0
+    end = f.opt_int("end", minimum=-1, maximum=MAX_SERIES_POSITION)
     counts = await req.manager.get_counts(queue)
     total = counts.completed if kind == "completed" else counts.failed
-    return {"data": {"meta": {"count": total, "prevTS": 0, "prevCount": 0}, "data": [], "count": 0}}
+    minute_ms, series = await req.manager.finished_per_minute(queue, kind)
+    points = series[start:] if end is None or end == -1 else series[start : end + 1]
+    return {
+        "data": {
+            "meta": {"count": total, "prevTS": minute_ms, "prevCount": total},
+            "data": points,
+            "count": len(series),
+        }
+    }
 
 
 @command("Prometheus")
