@@ -292,15 +292,17 @@ async def test_the_per_connection_inflight_cap_pauses_reading_without_losing_fra
 ) -> None:
     broker = brokers.start("capped", "--max-inflight", "2", http=False)
     client = await connect(broker)
-    polls = [
-        asyncio.create_task(client.call("PULL", {"queue": f"idle-{i}", "timeout": 1500}))
-        for i in range(2)
-    ]
-    pings = [asyncio.create_task(client.call("Ping")) for _ in range(5)]
-    loop = asyncio.get_running_loop()
-    started = loop.time()
-    answers = await asyncio.gather(*pings)
-    assert all(a["data"]["pong"] for a in answers)
-    assert loop.time() - started > 0.5, "the pings waited for a free slot"
-    assert all((await p)["job"] is None for p in polls)
-    await client.close()
+    try:
+        polls = [
+            asyncio.create_task(client.call("PULL", {"queue": f"idle-{i}", "timeout": 1500}))
+            for i in range(2)
+        ]
+        pings = [asyncio.create_task(client.call("Ping")) for _ in range(5)]
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        answers = await asyncio.gather(*pings)
+        assert all(a["data"]["pong"] for a in answers)
+        assert loop.time() - started > 0.5, "the pings waited for a free slot"
+        assert [answer["job"] for answer in await asyncio.gather(*polls)] == [None, None]
+    finally:
+        await client.close()
