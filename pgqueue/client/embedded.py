@@ -191,6 +191,21 @@ class EmbeddedTransport:
     async def retry_job(self, job_id: str) -> None:
         await self.manager.retry_job(job_id, actor="sdk")
 
+    async def remove_child_dependency(self, job_id: str) -> bool:
+        return await self.manager.remove_child_dependency(job_id)
+
+    async def remove_unprocessed_children(self, job_id: str) -> None:
+        await self.manager.remove_unprocessed_children(job_id)
+
+    async def get_deduplication_job_id(self, queue: str, key: str) -> str | None:
+        return await self.manager.get_deduplication_job_id(queue, key)
+
+    async def remove_deduplication_key(self, queue: str, key: str) -> int:
+        return await self.manager.remove_deduplication_key(queue, key)
+
+    async def remove_job_deduplication_key(self, job_id: str) -> bool:
+        return await self.manager.remove_job_deduplication_key(job_id)
+
     async def get_dlq(self, queue: str, limit: int, offset: int) -> list[dict[str, Any]]:
         entries = await self.manager.list_dlq(queue, limit=limit, offset=offset)
         return [{"job": job_view(entry.job), **entry.as_dict()} for entry in entries]

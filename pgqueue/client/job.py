@@ -174,6 +174,18 @@ class Job:
         """Send a dead-lettered job back to waiting."""
         await self._transport.retry_job(self.id)
 
+    async def remove_child_dependency(self) -> bool:
+        """Stop being a dependency of the parent (see :meth:`Queue.remove_child_dependency`)."""
+        return await self._transport.remove_child_dependency(self.id)
+
+    async def remove_unprocessed_children(self) -> None:
+        """Remove this job's children that have not started."""
+        await self._transport.remove_unprocessed_children(self.id)
+
+    async def remove_deduplication_key(self) -> bool:
+        """Free the deduplication key this job holds; False when it holds none."""
+        return await self._transport.remove_job_deduplication_key(self.id)
+
     async def wait_until_finished(self, timeout: float | None = None) -> Any:
         """The job's result once it completed (see :meth:`Queue.wait_for`)."""
         if self._waiter is None:

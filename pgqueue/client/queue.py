@@ -332,6 +332,35 @@ class Queue(TransportOwner):
         """Send a failed (dead-lettered) job back to waiting."""
         await (await self.transport()).retry_job(validate_job_id(job_id, "job_id"))
 
+    # -- flows and deduplication keys -----------------------------------------------------------
+
+    async def remove_child_dependency(self, job_id: str) -> bool:
+        """The child stops being a dependency of its parent: it stays queued and runs
+        on its own, and the parent is released if it waited only for it.  False when
+        the job has no parent or has already finished."""
+        return await (await self.transport()).remove_child_dependency(
+            validate_job_id(job_id, "job_id")
+        )
+
+    async def remove_unprocessed_children(self, job_id: str) -> None:
+        """Remove the children of ``job_id`` that have not started (and theirs); a
+        parent left waiting for nothing runs."""
+        await (await self.transport()).remove_unprocessed_children(
+            validate_job_id(job_id, "job_id")
+        )
+
+    async def get_deduplication_job_id(self, key: str) -> str | None:
+        """The id of the live job of this queue holding deduplication key ``key``."""
+        return await (await self.transport()).get_deduplication_job_id(
+            self.name, validate_job_id(key, "key")
+        )
+
+    async def remove_deduplication_key(self, key: str) -> int:
+        """Free deduplication key ``key`` (its job stays); 1 when a live job held it."""
+        return await (await self.transport()).remove_deduplication_key(
+            self.name, validate_job_id(key, "key")
+        )
+
     # -- dead-letter queue ----------------------------------------------------------------------
 
     async def get_dlq(self, limit: int = 100, offset: int = 0) -> list[dict[str, Any]]:

@@ -434,6 +434,26 @@ class TcpTransport:
             return
         await self._call("RetryDlq", {"queue": job["queue"], "jobId": job_id}, job_id=job_id)
 
+    async def remove_child_dependency(self, job_id: str) -> bool:
+        answer = await self._call("RemoveChildDependency", {"id": job_id}, job_id=job_id)
+        return bool(answer.get("removed"))
+
+    async def remove_unprocessed_children(self, job_id: str) -> None:
+        await self._call("RemoveUnprocessedChildren", {"id": job_id}, job_id=job_id)
+
+    async def get_deduplication_job_id(self, queue: str, key: str) -> str | None:
+        fields = {"queue": queue, "deduplicationId": key}
+        owner = (await self._call("GetDeduplicationJobId", fields, read=True))["data"]["jobId"]
+        return None if owner is None else str(owner)
+
+    async def remove_deduplication_key(self, queue: str, key: str) -> int:
+        fields = {"queue": queue, "deduplicationId": key}
+        return int((await self._call("RemoveDeduplicationKey", fields))["data"]["count"])
+
+    async def remove_job_deduplication_key(self, job_id: str) -> bool:
+        answer = await self._call("RemoveJobDeduplicationKey", {"id": job_id}, job_id=job_id)
+        return bool(answer["data"]["removed"])
+
     async def get_dlq(self, queue: str, limit: int, offset: int) -> list[dict[str, Any]]:
         fields = {"queue": queue, "count": limit, "filter": {"limit": limit, "offset": offset}}
         return list((await self._call("Dlq", fields, read=True))["entries"])

@@ -6,7 +6,9 @@ discard), :mod:`~pgqueue.manager.job_moves` (to delayed / waiting /
 waiting-children), :mod:`~pgqueue.manager.progress` (progress and logs),
 :mod:`~pgqueue.manager.listings` (queries, ``wait_for_job``),
 :mod:`~pgqueue.manager.queue_control` (pause, drain, clean, obliterate,
-retry completed) and :mod:`~pgqueue.manager.workers` (the registry).
+retry completed), :mod:`~pgqueue.manager.flow_edits` (detach a child, drop
+unstarted children), :mod:`~pgqueue.manager.dedup_keys` (deduplication keys)
+and :mod:`~pgqueue.manager.workers` (the registry).
 """
 
 from __future__ import annotations
@@ -14,7 +16,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from pgqueue.manager import job_control, job_moves, listings, queue_control, workers
+from pgqueue.manager import (
+    dedup_keys,
+    flow_edits,
+    job_control,
+    job_moves,
+    listings,
+    queue_control,
+    workers,
+)
 from pgqueue.manager import progress as progress_flows
 from pgqueue.manager.base import ManagerBase
 from pgqueue.manager.models import Job
@@ -60,6 +70,28 @@ class ControlOps(ManagerBase):
 
     async def move_to_waiting_children(self, job_id: str, token: str) -> bool:
         return await job_moves.move_to_waiting_children(self.ctx, job_id, token)
+
+    # -- flows and deduplication keys --------------------------------------------
+
+    async def remove_child_dependency(self, child_id: str) -> bool:
+        """The child stops being a dependency of its parent (True when it was one)."""
+        return await flow_edits.remove_child_dependency(self.ctx, child_id)
+
+    async def remove_unprocessed_children(self, parent_id: str) -> int:
+        """Remove the parent's children that have not started; returns how many."""
+        return await flow_edits.remove_unprocessed_children(self.ctx, parent_id)
+
+    async def get_deduplication_job_id(self, queue: str, key: str) -> str | None:
+        """The live job holding deduplication key ``key`` in ``queue``."""
+        return await dedup_keys.deduplication_job_id(self.ctx, queue, key)
+
+    async def remove_deduplication_key(self, queue: str, key: str) -> int:
+        """Free a deduplication key (its owner stays); returns 1 when one was held."""
+        return await dedup_keys.remove_deduplication_key(self.ctx, queue, key)
+
+    async def remove_job_deduplication_key(self, job_id: str) -> bool:
+        """Free the deduplication key job ``job_id`` holds."""
+        return await dedup_keys.remove_job_deduplication_key(self.ctx, job_id)
 
     # -- progress and logs -------------------------------------------------------
 

@@ -298,6 +298,67 @@ async def test_clear_logs_keeps_only_the_newest_lines(clients: Clients) -> None:
     assert logs["count"] == 1 and [line["message"] for line in logs["logs"]] == ["third"]
 
 
+# -- flows and deduplication keys ----------------------------------------------------------
+
+
+async def _parent_with_children(conn: Connection, count: int) -> tuple[str, list[str]]:
+    parent = await push(conn, new_queue())
+    children_queue = new_queue()
+    children = [await push(conn, children_queue, i) for i in range(count)]
+    for child in children:
+        await conn.call("UpdateParent", {"childId": child, "parentId": parent})
+    assert await state(conn, parent) == "waiting-children"
+    return parent, children
+
+
+async def test_remove_child_dependency_releases_a_parent_waiting_only_for_it(
+    clients: Clients,
+) -> None:
+    a, b = clients
+    parent, [child] = await _parent_with_children(a, 1)
+    answer = await b.call("RemoveChildDependency", {"id": child})
+    assert bare(answer) == {"ok": True, "removed": True}
+    assert await state(a, parent) == "waiting"
+    assert await state(a, child) == "waiting"  # still queued, on its own
+    again = await a.call("RemoveChildDependency", {"id": child})
+    assert bare(again) == {"ok": True, "removed": False}
+    assert await remote_error(a, "RemoveChildDependency", {"id": "no-such-job"}) == (
+        "Job not found"
+    )
+
+
+async def test_remove_unprocessed_children_removes_them_and_releases_the_parent(
+    clients: Clients,
+) -> None:
+    a, b = clients
+    parent, children = await _parent_with_children(a, 2)
+    answer = await b.call("RemoveUnprocessedChildren", {"id": parent})
+    assert bare(answer) == {"ok": True}
+    assert [await state(a, child) for child in children] == ["unknown", "unknown"]
+    assert await state(a, parent) == "waiting"
+
+
+async def test_deduplication_keys_are_read_and_freed_through_any_broker(
+    clients: Clients,
+) -> None:
+    a, b = clients
+    queue = new_queue()
+    owner = await push(a, queue, 1, uniqueKey="order-7")
+    assert await push(b, queue, 2, uniqueKey="order-7") == owner
+    found = await b.call("GetDeduplicationJobId", {"queue": queue, "deduplicationId": "order-7"})
+    assert bare(found) == {"ok": True, "data": {"jobId": owner}}
+    freed = await b.call("RemoveDeduplicationKey", {"queue": queue, "deduplicationId": "order-7"})
+    assert bare(freed) == {"ok": True, "data": {"count": 1}}
+    nobody = await a.call("GetDeduplicationJobId", {"queue": queue, "deduplicationId": "order-7"})
+    assert nobody["data"] == {"jobId": None}
+    second = await a.call("PUSH", {"queue": queue, "data": 3, "uniqueKey": "order-7"})
+    assert second["id"] != owner and await state(a, owner) == "waiting"
+    removed = await b.call("RemoveJobDeduplicationKey", {"id": second["id"]})
+    assert bare(removed) == {"ok": True, "data": {"removed": True}}
+    again = await b.call("RemoveJobDeduplicationKey", {"id": second["id"]})
+    assert again["data"] == {"removed": False}
+
+
 # -- queues ------------------------------------------------------------------------
 
 
@@ -414,6 +475,15 @@ BAD_COMMANDS: list[tuple[dict[str, Any], str]] = [
     ({"cmd": "MoveToWaitingChildren"}, "id is required"),
     ({"cmd": "Discard", "id": "x", "token": []}, "token must be a string"),
     ({"cmd": "ClearLogs", "id": "x", "keepLogs": -1}, "keepLogs must be at least 0"),
+    ({"cmd": "RemoveChildDependency", "id": ["a"]}, f"id {ID_RULE}"),
+    ({"cmd": "RemoveUnprocessedChildren"}, "id is required"),
+    ({"cmd": "GetDeduplicationJobId", "queue": "q"}, "deduplicationId is required"),
+    (
+        {"cmd": "RemoveDeduplicationKey", "queue": "q", "deduplicationId": {"k": 1}},
+        f"deduplicationId {ID_RULE}",
+    ),
+    ({"cmd": "RemoveDeduplicationKey", "deduplicationId": "k"}, "Queue name is required"),
+    ({"cmd": "RemoveJobDeduplicationKey", "id": 7}, f"id {ID_RULE}"),
     ({"cmd": "Pause", "queue": 1}, "Queue name must be a string"),
     ({"cmd": "Resume", "queue": "bad queue!"}, "Queue name contains invalid characters"),
     ({"cmd": "IsPaused"}, "Queue name is required"),

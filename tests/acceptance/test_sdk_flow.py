@@ -145,3 +145,36 @@ async def test_a_flow_the_engine_refuses_leaves_no_job_behind(sdk: SDK) -> None:
         )
     assert sum((await sdk.queue().get_counts()).values()) == 0
     assert sum((await sdk.queue(children).get_counts()).values()) == 0
+
+
+async def test_a_child_taken_out_of_its_flow_runs_alone_and_frees_the_parent(sdk: SDK) -> None:
+    children = other_queue()
+    tree = await sdk.flows().add(
+        {
+            "name": "report",
+            "queue_name": sdk.queue_name,
+            "children": [{"name": "part", "queue_name": children, "data": 1}],
+        }
+    )
+    queue = sdk.queue()
+    [child] = [node.job for node in tree.children]
+    assert await child.remove_child_dependency() is True
+    assert await queue.get_state(tree.job.id) == "waiting"
+    assert await queue.get_state(child.id) == "waiting"
+    assert await queue.remove_child_dependency(child.id) is False  # no longer a child
+
+
+async def test_a_parents_unstarted_children_are_removed_and_the_parent_runs(sdk: SDK) -> None:
+    children = other_queue()
+    tree = await sdk.flows().add(
+        {
+            "name": "report",
+            "queue_name": sdk.queue_name,
+            "children": [{"name": "part", "queue_name": children, "data": n} for n in range(3)],
+        }
+    )
+    queue = sdk.queue()
+    await tree.job.remove_unprocessed_children()
+    assert [await queue.get_state(node.job.id) for node in tree.children] == ["unknown"] * 3
+    assert await queue.get_state(tree.job.id) == "waiting"
+    await queue.remove_unprocessed_children(tree.job.id)  # nothing left: a no-op

@@ -221,3 +221,17 @@ async def test_retry_dlq_sends_every_dead_lettered_job_back(sdk: SDK) -> None:
     assert await queue.retry_dlq() == 3
     for job in jobs:
         assert await queue.wait_for(job, timeout=10) == "up"
+
+
+async def test_a_deduplication_key_is_found_and_freed(sdk: SDK) -> None:
+    queue = sdk.queue()
+    owner = await queue.add("sync", {"v": 1}, unique_key="account-9")
+    assert (await queue.add("sync", {"v": 2}, unique_key="account-9")).id == owner.id
+    assert await queue.get_deduplication_job_id("account-9") == owner.id
+    assert await queue.remove_deduplication_key("account-9") == 1
+    assert await queue.get_deduplication_job_id("account-9") is None
+    second = await queue.add("sync", {"v": 3}, unique_key="account-9")
+    assert second.id != owner.id
+    assert await second.remove_deduplication_key() is True
+    assert await second.remove_deduplication_key() is False
+    assert (await queue.get_counts())["waiting"] == 2

@@ -3,7 +3,11 @@
 Answers follow bunqueue's catalogue (§1.6 "Job and queue control"): most
 commands answer a bare ``{ok: true}``; ``PromoteJobs``, ``Drain`` and
 ``RetryCompleted`` answer ``{count}``, ``IsPaused`` ``{paused}``, ``Clean``
-``{count, ids}`` and ``MoveToWaitingChildren`` ``D{moved}``.  The engine's
+``{count, ids}``, ``MoveToWaitingChildren`` ``D{moved}``,
+``RemoveChildDependency`` ``{removed}``, ``GetDeduplicationJobId``
+``D{jobId}`` (null when no live job holds the key),
+``RemoveDeduplicationKey`` ``D{count}`` and ``RemoveJobDeduplicationKey``
+``D{removed}``.  The engine's
 errors carry bunqueue's strings (``Job not found or cannot be cancelled`` ...).
 
 Moves of an active job need the worker's lock token.  A client that omits it
@@ -168,6 +172,41 @@ async def discard(req: Request) -> None:
     job_id = f.job_id("id")
     await req.manager.discard(job_id, f.opt_str("token", max_len=256) or None)
     forget_claim(req, job_id)
+
+
+# -- flows and deduplication keys ----------------------------------------------
+
+
+@command("RemoveChildDependency")
+async def remove_child_dependency(req: Request) -> dict[str, Any]:
+    return {"removed": await req.manager.remove_child_dependency(req.fields.job_id("id"))}
+
+
+@command("RemoveUnprocessedChildren")
+async def remove_unprocessed_children(req: Request) -> None:
+    await req.manager.remove_unprocessed_children(req.fields.job_id("id"))
+
+
+@command("GetDeduplicationJobId")
+async def get_deduplication_job_id(req: Request) -> dict[str, Any]:
+    f = req.fields
+    queue = f.queue()
+    key = f.job_id("deduplicationId")
+    return {"data": {"jobId": await req.manager.get_deduplication_job_id(queue, key)}}
+
+
+@command("RemoveDeduplicationKey")
+async def remove_deduplication_key(req: Request) -> dict[str, Any]:
+    f = req.fields
+    queue = f.queue()
+    key = f.job_id("deduplicationId")
+    return {"data": {"count": await req.manager.remove_deduplication_key(queue, key)}}
+
+
+@command("RemoveJobDeduplicationKey")
+async def remove_job_deduplication_key(req: Request) -> dict[str, Any]:
+    job_id = req.fields.job_id("id")
+    return {"data": {"removed": await req.manager.remove_job_deduplication_key(job_id)}}
 
 
 @command("ClearLogs")

@@ -1,0 +1,99 @@
+-- name: flow_child_lock
+-- Lock one live job to edit its place in a flow.  $1 namespace, $2 id.
+-- Returns its parent (NULL when it has none).
+SELECT j.id, j.parent_id
+FROM pgqueue_jobs j
+WHERE j.namespace = $1 AND j.id = $2
+FOR UPDATE
+
+-- name: flow_children_lock_unprocessed
+-- Lock the children of the parents $2 that have not started: waiting,
+-- delayed, prioritized or waiting for children of their own.  $1 namespace.
+-- Returns id, parent_id, stored state, fence.
+SELECT c.id, c.parent_id, c.state, c.fence
+FROM pgqueue_jobs c
+WHERE c.namespace = $1 AND c.parent_id = ANY($2::text[])
+  AND c.state IN ('pending', 'waiting-children')
+ORDER BY c.id
+FOR UPDATE
+
+-- name: dependency_detach
+-- Drop the edges "$2[i] waits for $3[i]" and count them off their dependents;
+-- a dependent left waiting for nothing is released (a 'waiting' event and one
+-- NOTIFY hint).  $1 namespace.  Returns how many edges went and how many
+-- dependents were released.
+WITH edges AS (
+    DELETE FROM pgqueue_dependencies d
+    USING unnest($2::text[], $3::text[]) AS i(job_id, depends_on)
+    WHERE d.namespace = $1 AND d.job_id = i.job_id AND d.depends_on = i.depends_on
+    RETURNING d.job_id
+), counts AS (
+    SELECT job_id, count(*)::int AS n FROM edges GROUP BY job_id
+), released AS (
+    UPDATE pgqueue_jobs j
+    SET pending_deps = greatest(j.pending_deps - c.n, 0),
+        state = CASE WHEN j.state = 'waiting-children' AND j.pending_deps - c.n <= 0
+                     THEN 'pending' ELSE j.state END,
+        run_at = CASE WHEN j.state = 'waiting-children' AND j.pending_deps - c.n <= 0
+                      THEN greatest(j.run_at, statement_timestamp()) ELSE j.run_at END
+    FROM counts c
+    WHERE j.namespace = $1 AND j.id = c.job_id
+    RETURNING j.id, j.queue, j.state
+), events AS (
+    INSERT INTO pgqueue_events (namespace, queue, job_id, type, payload)
+    SELECT $1, r.queue, r.id, 'waiting', '{"prev": "waiting-children"}'::jsonb
+    FROM released r WHERE r.state = 'pending'
+    RETURNING id, queue
+), notified AS (
+    SELECT pg_notify('pgqueue_events', json_build_object(
+               'ns', $1::text, 'a', min(e.id), 'b', max(e.id),
+               'q', CASE WHEN count(DISTINCT e.queue) <= 16
+                         THEN array_agg(DISTINCT e.queue) END)::text)
+    FROM events e
+    HAVING count(*) > 0
+)
+SELECT (SELECT count(*) FROM edges)::int AS detached,
+       (SELECT count(*) FROM events)::int AS released,
+       (SELECT count(*) FROM notified)::int AS hinted
+
+-- name: flow_children_detach
+-- Jobs $2 leave their parent: they keep their place in their queue, and
+-- their results no longer count among the parent's children.  $1 namespace.
+UPDATE pgqueue_jobs j
+SET parent_id = NULL, parent_queue = NULL
+WHERE j.namespace = $1 AND j.id = ANY($2::text[]) AND j.parent_id IS NOT NULL
+RETURNING j.id
+
+-- name: flow_children_orphan
+-- The live children of the removed jobs $2 (those already running) lose
+-- their parent link.  $1 namespace.
+UPDATE pgqueue_jobs j
+SET parent_id = NULL, parent_queue = NULL
+WHERE j.namespace = $1 AND j.parent_id = ANY($2::text[])
+RETURNING j.id
+
+-- name: job_unique_key_owner
+-- The live job holding the deduplication key $3 of queue $2 (a key whose TTL
+-- has passed is held by nobody).  $1 namespace.
+SELECT j.id
+FROM pgqueue_jobs j
+WHERE j.namespace = $1 AND j.queue = $2 AND j.unique_key = $3
+  AND (j.unique_expires_at IS NULL OR j.unique_expires_at > statement_timestamp())
+
+-- name: job_unique_key_clear
+-- Free the deduplication key $3 of queue $2: its owner keeps running or
+-- waiting, and the next push with that key is admitted.  $1 namespace.
+UPDATE pgqueue_jobs j
+SET unique_key = NULL, unique_expires_at = NULL
+WHERE j.namespace = $1 AND j.queue = $2 AND j.unique_key = $3
+  AND (j.unique_expires_at IS NULL OR j.unique_expires_at > statement_timestamp())
+RETURNING j.id
+
+-- name: job_unique_key_clear_by_id
+-- Free the deduplication key that live job $2 holds (no row when it holds
+-- none).  $1 namespace.
+UPDATE pgqueue_jobs j
+SET unique_key = NULL, unique_expires_at = NULL
+WHERE j.namespace = $1 AND j.id = $2 AND j.unique_key IS NOT NULL
+  AND (j.unique_expires_at IS NULL OR j.unique_expires_at > statement_timestamp())
+RETURNING j.id
