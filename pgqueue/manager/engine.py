@@ -375,11 +375,15 @@ class PostgresQueueManager(ControlOps, DlqOps, WebhookOps, ManagerBase):
         after: str | None = None,
         maxsize: int = 10_000,
         tokens: bool = True,
+        exact: bool = True,
     ) -> Subscription:
         """A subscription to the outbox: events from now on, or after a resume token.
 
         ``async for event in subscription: ...``; each event carries ``resume``,
         the token to pass as ``after`` to continue without gaps or duplicates.
+        "From now on" means events committed after this call: those committed
+        before it are left out even when this broker has not read them yet
+        (``exact=False`` keeps them, for a consumer that wants the overlap).
         """
         if queue is not None:
             validate_queue_name(queue)
@@ -387,7 +391,10 @@ class PostgresQueueManager(ControlOps, DlqOps, WebhookOps, ManagerBase):
         if self.outbox is None:
             self.outbox = OutboxReader(self.db, self.config, self.notifier)
             await self.outbox.start()
-        return self.outbox.subscribe(queue, after=token, maxsize=maxsize, tokens=tokens)
+        committed = await self.outbox.committed_ahead() if exact and token is None else None
+        return self.outbox.subscribe(
+            queue, after=token, maxsize=maxsize, tokens=tokens, committed=committed
+        )
 
     # -- maintenance ---------------------------------------------------------------
 

@@ -24,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -43,6 +44,7 @@ log = logging.getLogger("pgqueue.outbox")
 MAX_AHEAD_IN_TOKEN = 1000
 MAX_AHEAD = 256  # events a subscription takes ahead of its commit-safe cursor
 MAX_READER_AHEAD = 20_000
+MAX_EARLIER = 100_000  # committed events a new subscription skips that the reader has not read
 UNKNOWN_XID = 2**63 - 1
 
 
@@ -131,7 +133,9 @@ class Subscription:
     # events ahead of its cursor): no later fast-path event is taken until the
     # cursor path has delivered it, so that each job's events stay in order.
     skipped_from: Cursor | None = None
-    earlier: set[int] = field(default_factory=set)
+    # Events committed before this subscription existed that the reader has
+    # not passed yet (event id -> position): not for it.
+    earlier: dict[int, Cursor] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self._queue: asyncio.Queue[Event] = asyncio.Queue(self.maxsize)
@@ -162,8 +166,7 @@ class Subscription:
         if not self.live:
             return  # catch_up reads it from the database
         self.safe = max(self.safe, event.cursor)
-        if self.earlier and event.id in self.earlier:
-            self.earlier.discard(event.id)
+        if self.earlier and self.earlier.pop(event.id, None) is not None:
             return
         if self.ahead.pop(event.id, None) is None and self.matches(event):
             self._put(event)
@@ -176,6 +179,8 @@ class Subscription:
         """
         if not self.live or event.id in self.ahead or event.cursor <= self.safe:
             return
+        if event.id in self.earlier:
+            return  # committed before this subscription; the cursor path drops it
         if self.skipped_from is not None or len(self.ahead) >= MAX_AHEAD:
             if self.skipped_from is None or event.cursor < self.skipped_from:
                 self.skipped_from = event.cursor
@@ -187,6 +192,8 @@ class Subscription:
 
     def advance(self, cursor: Cursor) -> None:
         """The reader passed ``cursor``: everything up to it was offered."""
+        if self.earlier:
+            self.earlier = {i: c for i, c in self.earlier.items() if c > cursor}
         if not self.live or cursor <= self.safe:
             return
         self.safe = cursor
@@ -196,8 +203,8 @@ class Subscription:
 
     def deliver_caught_up(self, event: Event) -> bool:
         """Deliver one event read during catch-up; False when the queue is full."""
-        if event.id in self.ahead:
-            self.ahead.pop(event.id)
+        known = self.ahead.pop(event.id, None) is not None
+        if known or self.earlier.pop(event.id, None) is not None:
             self.safe = max(self.safe, event.cursor)
             return True
         if self._queue.full():
@@ -283,16 +290,22 @@ class OutboxReader(Service):
         after: ResumeToken | None = None,
         maxsize: int = 10_000,
         tokens: bool = True,
+        committed: Mapping[int, Cursor] | None = None,
     ) -> Subscription:
         """Events from now on, or everything after ``after`` (a resume token).
 
-        ``tokens=False`` skips computing each event's resume token (for consumers
-        that never resume, such as the projection).
+        "Now" is this reader's position, plus ``committed`` (from
+        :meth:`committed_ahead`): events already committed that the reader
+        has not passed yet, left out too.  ``tokens=False`` skips computing each
+        event's resume token (for consumers that never resume, such as the
+        projection).
         """
         if after is None:
             sub = Subscription(self, queue, self.cursor, maxsize=maxsize, live=True, tokens=tokens)
-            # Delivered before this subscription existed: not for it.
-            sub.earlier = set(self._ahead)
+            # Delivered or committed before this subscription existed: not for it.
+            sub.earlier = {i: e.cursor for i, e in self._ahead.items()}
+            if committed:
+                sub.earlier.update((i, c) for i, c in committed.items() if c > self.cursor)
         else:
             sub = Subscription(
                 self,
@@ -306,6 +319,23 @@ class OutboxReader(Service):
             )
         self._subs.add(sub)
         return sub
+
+    async def committed_ahead(self) -> dict[int, Cursor]:
+        """Positions of the events committed beyond this reader's cursor (it reads
+        them within a poll interval), at most :data:`MAX_EARLIER` of them."""
+        batch = self._config.event_batch
+        cursor = self.cursor
+        found: dict[int, Cursor] = {}
+        while len(found) < MAX_EARLIER:
+            rows = await self._db.fetch(
+                Q.event_positions_after, self._config.namespace, cursor.xid, cursor.id, batch
+            )
+            for row in rows:
+                cursor = Cursor(int(row["xid"]), int(row["id"]))
+                found[cursor.id] = cursor
+            if len(rows) < batch:
+                break
+        return found
 
     def unsubscribe(self, sub: Subscription) -> None:
         self._subs.discard(sub)

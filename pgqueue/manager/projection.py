@@ -252,8 +252,9 @@ class Projection(Service):
     # -- the feed ---------------------------------------------------------------------
 
     async def run(self) -> None:
+        # exact=False: the events this broker has not read yet are applied too.
         self._subscription = await self._manager.subscribe_events(
-            None, maxsize=50_000, tokens=False
+            None, maxsize=50_000, tokens=False, exact=False
         )
         self.started.set()
         try:
@@ -262,7 +263,9 @@ class Projection(Service):
                     event = await self._subscription.get()
                 except PgQueueError as exc:
                     log.warning("projection feed failed: %s; resubscribing", exc)
-                    self._subscription = await self._manager.subscribe_events(None, tokens=False)
+                    self._subscription = await self._manager.subscribe_events(
+                        None, tokens=False, exact=False
+                    )
                     continue
                 self.apply(event)
                 for listener in self.listeners:

@@ -158,3 +158,30 @@ async def test_a_subscriber_keeps_a_bounded_number_of_events_ahead_of_its_cursor
     assert [e.job_id for e in late] == ids[MAX_AHEAD:]
     assert sub.get_nowait() is None
     sub.close()
+
+
+async def test_a_new_subscription_leaves_out_what_committed_before_it(
+    db_dsn: str, namespace: str
+) -> None:
+    """ "From now on" is the database's now, not this broker's: an event another
+    broker committed before the subscription is left out even when this broker's
+    reader has not read it yet (exact=False keeps it, as the projection wants)."""
+    async with (
+        start_manager(db_dsn, namespace, broker_id="a") as a,
+        start_manager(
+            db_dsn, namespace, broker_id="b", poll_only=True, poll_interval_ms=600_000
+        ) as b,
+    ):
+        (await b.subscribe_events("warm-up")).close()  # b's reader starts, then idles
+        assert b.outbox is not None
+        before = await a.push("q", "n", "before")
+        exact = await b.subscribe_events("q")
+        overlap = await b.subscribe_events("q", exact=False)
+        after = await a.push("q", "n", "after")
+        await b.outbox.poll()  # the reader catches up: both events pass it now
+        [event] = await take(exact, 1)
+        assert event.job_id == after
+        assert exact.get_nowait() is None
+        assert [e.job_id for e in await take(overlap, 2)] == [before, after]
+        exact.close()
+        overlap.close()
