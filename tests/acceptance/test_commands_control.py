@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import pytest
@@ -357,6 +358,26 @@ async def test_deduplication_keys_are_read_and_freed_through_any_broker(
     assert bare(removed) == {"ok": True, "data": {"removed": True}}
     again = await b.call("RemoveJobDeduplicationKey", {"id": second["id"]})
     assert again["data"] == {"removed": False}
+
+
+async def test_the_official_python_client_edits_a_flow(pair: Pair, clients: Clients) -> None:
+    from bunqueue import Queue
+
+    a, _ = clients
+    parent, [kept, *others] = await _parent_with_children(a, 3)
+
+    def scenario() -> None:
+        queue = Queue("any", host="127.0.0.1", port=pair.b.tcp_port)
+        try:
+            queue.remove_child_dependency(kept)
+            queue.remove_unprocessed_children(parent)
+        finally:
+            queue.close()
+
+    await asyncio.to_thread(scenario)
+    assert await state(a, kept) == "waiting"  # detached first, so not removed
+    assert [await state(a, child) for child in others] == ["unknown", "unknown"]
+    assert await state(a, parent) == "waiting"
 
 
 # -- queues ------------------------------------------------------------------------
