@@ -164,6 +164,33 @@ async def test_clean_removes_completed_jobs_older_than_the_grace(
     )
 
 
+async def test_clean_keeps_completed_children_whose_parent_still_waits(
+    manager: PostgresQueueManager,
+) -> None:
+    tree = await manager.push_flow(
+        {
+            "name": "parent",
+            "queue": "parents",
+            "children": [
+                {"name": "a", "queue": "kids", "data": "a"},
+                {"name": "b", "queue": "kids", "data": "b", "opts": {"delay": 3_600_000}},
+            ],
+        }
+    )
+    parent_id = tree["id"]
+    [a, b] = [child["id"] for child in tree["children"]]
+    await manager.push("kids", "loner", "x")
+    done = await _complete(manager, "kids", 2)
+    loner = next(job_id for job_id in done if job_id != a)
+    assert await manager.clean("kids", 0, "completed") == (1, [loner])
+    await manager.promote(b)
+    assert await _complete(manager, "kids", 1) == [b]
+    [claim] = await manager.pull_batch("parents", 1)
+    assert await manager.get_children_values(parent_id) == {f"kids:{a}": "a", f"kids:{b}": "b"}
+    await manager.ack(claim.id, claim.token, "done")
+    assert sorted((await manager.clean("kids", 0, "completed"))[1]) == sorted([a, b])
+
+
 async def test_clean_honours_the_limit(manager: PostgresQueueManager) -> None:
     await manager.push_bulk("q", [{"name": "n", "data": i} for i in range(5)])
     await _complete(manager, "q", 5)

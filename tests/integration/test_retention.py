@@ -32,6 +32,46 @@ async def test_old_completed_jobs_and_their_logs_are_pruned_but_live_jobs_stay(
     assert await count_rows(db_dsn, "pgqueue_job_logs", namespace) == 0
 
 
+async def _finish_kids(m: PostgresQueueManager, n: int) -> list[str]:
+    claims = await m.pull_batch("kids", n)
+    for claim in claims:
+        await m.ack(claim.id, claim.token, f"result of {claim.data}")
+    return [claim.id for claim in claims]
+
+
+async def test_old_results_of_children_are_kept_until_their_waiting_parent_has_finished(
+    manager: PostgresQueueManager, db_dsn: str, namespace: str
+) -> None:
+    tree = await manager.push_flow(
+        {
+            "name": "parent",
+            "queue": "parents",
+            "children": [
+                {"name": "a", "queue": "kids", "data": "a"},
+                {"name": "b", "queue": "kids", "data": "b", "opts": {"remove_on_complete": True}},
+                {"name": "c", "queue": "kids", "data": "c", "opts": {"delay": 3_600_000}},
+            ],
+        }
+    )
+    parent_id = tree["id"]
+    [a, b, c] = [child["id"] for child in tree["children"]]
+    assert sorted(await _finish_kids(manager, 2)) == sorted([a, b])
+    await _age(db_dsn, "pgqueue_finished", "finished_at", namespace)
+    assert (await manager.retention_pass()).finished == 0, "the parent still waits for them"
+    await manager.promote(c)
+    assert await _finish_kids(manager, 1) == [c]
+    [claim] = await manager.pull_batch("parents", 1)
+    assert claim.id == parent_id
+    assert await manager.get_children_values(parent_id) == {
+        f"kids:{a}": "result of a",
+        f"kids:{b}": "result of b",
+        f"kids:{c}": "result of c",
+    }
+    await manager.ack(claim.id, claim.token, "all three")
+    await _age(db_dsn, "pgqueue_finished", "finished_at", namespace)
+    assert (await manager.retention_pass()).finished == 4, "once it finished, they all go"
+
+
 async def test_dead_lettered_jobs_are_kept_while_their_dlq_entry_exists(
     manager: PostgresQueueManager, db_dsn: str, namespace: str
 ) -> None:
