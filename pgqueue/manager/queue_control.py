@@ -8,7 +8,9 @@ listing order (``SKIP LOCKED``), then delete it with a compare-and-set per
 job and a ``removed`` event per job; the last batch also writes the
 summary event (``drained`` / ``cleaned`` with the total ``count``).  Like
 :func:`pgqueue.manager.job_control.remove`, a drain or clean keeps jobs that
-live jobs still depend on, rather than strand those.  Obliterate is the
+live jobs still depend on, rather than strand those, and a clean of finished
+jobs keeps a flow child whose parent is live (the parent reads its result
+when it runs; once the parent has finished, the child goes like any other).  Obliterate is the
 exception: it removes everything of the queue (jobs, DLQ entries, logs,
 edges, settings) with one ``obliterated`` event; dependents in *other*
 queues of an obliterated job keep waiting and must be removed explicitly.

@@ -49,9 +49,10 @@ FOR UPDATE SKIP LOCKED
 -- name: job_finished_delete_page
 -- Delete up to $5 finished jobs of queue $2 in state $3 that finished at
 -- least $4 ms ago, oldest first, with their DLQ entries and logs; a failed
--- job that live jobs still wait on is kept.  One 'removed' event each
--- ({"prev": state, "reason": $6}) and one NOTIFY hint.  $1 namespace.
--- Returns the deleted ids.
+-- job that live jobs still wait on is kept, and so is a flow child whose
+-- parent is live (the parent reads its result or error when it runs).
+-- One 'removed' event each ({"prev": state, "reason": $6}) and one NOTIFY
+-- hint.  $1 namespace.  Returns the deleted ids.
 WITH picked AS (
     SELECT f.id
     FROM pgqueue_finished f
@@ -60,6 +61,9 @@ WITH picked AS (
       AND NOT EXISTS (SELECT 1 FROM pgqueue_dependencies d
                       JOIN pgqueue_jobs dj ON dj.namespace = d.namespace AND dj.id = d.job_id
                       WHERE d.namespace = $1 AND d.depends_on = f.id)
+      AND (f.parent_id IS NULL
+           OR NOT EXISTS (SELECT 1 FROM pgqueue_jobs p
+                          WHERE p.namespace = $1 AND p.id = f.parent_id))
     ORDER BY f.finished_at, f.id
     LIMIT $5
     FOR UPDATE SKIP LOCKED
