@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 import pytest
 
@@ -278,6 +279,65 @@ async def test_obliterate_deletes_everything_of_the_queue_and_nothing_else(
             namespace,
         )
         assert obliterated == '{"count": 5}'
+
+
+async def _flow_with_child_in(m: PostgresQueueManager, queue: str, **child_opts: Any) -> list[str]:
+    """A parent in ``parents`` with one child in ``queue``; returns [parent, child]."""
+    tree = await m.push_flow(
+        {
+            "name": "parent",
+            "queue": "parents",
+            "children": [{"name": "child", "queue": queue, "data": 1, "opts": child_opts}],
+        }
+    )
+    return [tree["id"], tree["children"][0]["id"]]
+
+
+async def test_obliterate_dead_letters_the_dependents_it_strands_in_other_queues(
+    manager: PostgresQueueManager,
+) -> None:
+    [parent_of_dead, dead_child] = await _flow_with_child_in(manager, "doomed", attempts=1)
+    [claim] = await manager.pull_batch("doomed", 1)
+    assert claim.id == dead_child
+    await manager.fail(claim.id, claim.token, "child broke")
+    assert await manager.get_state(parent_of_dead) == "waiting-children"
+    [waiting_parent, _] = await _flow_with_child_in(manager, "doomed")
+    target = await manager.push("doomed", "target", 2)
+    dependent = await manager.push("other", "dependent", 3, depends_on=[target])
+
+    assert await manager.obliterate("doomed") == 3
+    for job_id in (waiting_parent, dependent, parent_of_dead):
+        assert await manager.get_state(job_id) == "failed", job_id
+    entries = await manager.list_dlq("parents") + await manager.list_dlq("other")
+    assert sorted(e.job.id for e in entries) == sorted([waiting_parent, dependent, parent_of_dead])
+    assert {e.reason for e in entries} == {"dependency_failed"}
+    assert all("obliterated" in (e.error or "") for e in entries)
+
+
+async def test_obliterate_releases_the_dependents_whose_failure_policy_lets_them_go_on(
+    manager: PostgresQueueManager,
+) -> None:
+    tree = await manager.push_flow(
+        {
+            "name": "parent",
+            "queue": "parents",
+            "children": [
+                {
+                    "name": "lost",
+                    "queue": "doomed",
+                    "opts": {"ignore_dependency_on_failure": True},
+                },
+                {"name": "kept", "queue": "kids", "data": "k"},
+            ],
+        }
+    )
+    [continued, _] = await _flow_with_child_in(manager, "doomed", continue_parent_on_failure=True)
+    assert await manager.obliterate("doomed") == 2
+    assert await manager.get_state(continued) == "waiting"
+    assert await manager.get_state(tree["id"]) == "waiting-children", "it still waits for kids"
+    [claim] = await manager.pull_batch("kids", 1)
+    await manager.ack(claim.id, claim.token, "k")
+    assert await manager.get_state(tree["id"]) == "waiting"
 
 
 async def test_retry_completed_runs_completed_jobs_again_as_new_generations(
