@@ -120,8 +120,11 @@ SELECT (SELECT count(*) FROM pgqueue_jobs j
 
 -- name: job_obliterate_live_page
 -- Delete up to $4 live jobs of queue $2 (active ones only when $3) with
--- their dependency edges (both directions) and logs.  No per-job event: the
--- 'obliterated' event covers them.  $1 namespace.  Returns how many.
+-- their own dependency edges and logs.  The edges pointing to them stay for
+-- the caller, who settles their dependents in a second statement of the same
+-- transaction (lost_dependencies.py).  No per-job event: the 'obliterated'
+-- event covers them.  $1 namespace.  Returns id, state, parent_id, opts of
+-- each deleted job.
 WITH picked AS (
     SELECT j.id FROM pgqueue_jobs j
     WHERE j.namespace = $1 AND j.queue = $2 AND ($3::bool OR j.state <> 'active')
@@ -130,21 +133,20 @@ WITH picked AS (
 ), deleted AS (
     DELETE FROM pgqueue_jobs j USING picked p
     WHERE j.namespace = $1 AND j.id = p.id
-    RETURNING j.id
+    RETURNING j.id, j.state, j.parent_id, j.opts
 ), own_edges AS (
     DELETE FROM pgqueue_dependencies d USING deleted x
     WHERE d.namespace = $1 AND d.job_id = x.id
-), target_edges AS (
-    DELETE FROM pgqueue_dependencies d USING deleted x
-    WHERE d.namespace = $1 AND d.depends_on = x.id
 ), logs AS (
     DELETE FROM pgqueue_job_logs l USING deleted x WHERE l.namespace = $1 AND l.job_id = x.id
 )
-SELECT count(*)::int AS deleted FROM deleted
+SELECT x.id, x.state, x.parent_id, x.opts FROM deleted x
 
 -- name: job_obliterate_finished_page
--- Delete up to $3 finished jobs of queue $2 with their DLQ entries, edges
--- and logs.  $1 namespace.  Returns how many.
+-- Delete up to $3 finished jobs of queue $2 with their DLQ entries, their
+-- own edges and logs; the edges pointing to them stay for the caller, as in
+-- job_obliterate_live_page.  $1 namespace.  Returns id, state, parent_id,
+-- opts of each deleted job.
 WITH picked AS (
     SELECT f.id FROM pgqueue_finished f
     WHERE f.namespace = $1 AND f.queue = $2
@@ -153,16 +155,16 @@ WITH picked AS (
 ), deleted AS (
     DELETE FROM pgqueue_finished f USING picked p
     WHERE f.namespace = $1 AND f.id = p.id
-    RETURNING f.id
+    RETURNING f.id, f.state, f.parent_id, f.opts
 ), dlq AS (
     DELETE FROM pgqueue_dlq d USING deleted x WHERE d.namespace = $1 AND d.job_id = x.id
-), edges AS (
+), own_edges AS (
     DELETE FROM pgqueue_dependencies d USING deleted x
-    WHERE d.namespace = $1 AND (d.depends_on = x.id OR d.job_id = x.id)
+    WHERE d.namespace = $1 AND d.job_id = x.id
 ), logs AS (
     DELETE FROM pgqueue_job_logs l USING deleted x WHERE l.namespace = $1 AND l.job_id = x.id
 )
-SELECT count(*)::int AS deleted FROM deleted
+SELECT x.id, x.state, x.parent_id, x.opts FROM deleted x
 
 -- name: queue_obliterate_finish
 -- End an obliterate: drop the queue's remaining DLQ entries and its registry

@@ -56,6 +56,18 @@ SELECT (SELECT count(*) FROM edges)::int AS detached,
        (SELECT count(*) FROM events)::int AS released,
        (SELECT count(*) FROM notified)::int AS hinted
 
+-- name: dependency_edges_into
+-- The edges that point to jobs $2 (deleted without completing): dependent,
+-- dependency, and the dependent's queue and stored state when it is live
+-- (NULL: finished or gone).  Run in the transaction that deleted the jobs,
+-- as its own statement, so its snapshot sees every edge committed before
+-- their rows were locked.  $1 namespace.
+SELECT d.job_id, d.depends_on, j.queue AS dependent_queue, j.state AS dependent_state
+FROM pgqueue_dependencies d
+LEFT JOIN pgqueue_jobs j ON j.namespace = d.namespace AND j.id = d.job_id
+WHERE d.namespace = $1 AND d.depends_on = ANY($2::text[])
+ORDER BY d.job_id, d.depends_on
+
 -- name: flow_children_detach
 -- Jobs $2 leave their parent: they keep their place in their queue, and
 -- their results no longer count among the parent's children.  $1 namespace.
