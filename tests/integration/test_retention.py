@@ -72,6 +72,45 @@ async def test_old_results_of_children_are_kept_until_their_waiting_parent_has_f
     assert (await manager.retention_pass()).finished == 4, "once it finished, they all go"
 
 
+async def test_a_dead_lettered_parent_keeps_its_childrens_results_for_a_redrive(
+    manager: PostgresQueueManager, db_dsn: str, namespace: str
+) -> None:
+    tree = await manager.push_flow(
+        {
+            "name": "parent",
+            "queue": "parents",
+            "children": [
+                {"name": "a", "queue": "kids", "data": "a"},
+                {
+                    "name": "b",
+                    "queue": "kids",
+                    "data": "b",
+                    "opts": {"attempts": 1, "fail_parent_on_failure": True, "delay": 3_600_000},
+                },
+            ],
+        }
+    )
+    parent_id = tree["id"]
+    [a, b] = [child["id"] for child in tree["children"]]
+    assert await _finish_kids(manager, 1) == [a]
+    await manager.promote(b)
+    [claim] = await manager.pull_batch("kids", 1)
+    await manager.fail(claim.id, claim.token, "b broke")
+    assert await manager.get_state(parent_id) == "failed"
+    await _age(db_dsn, "pgqueue_finished", "finished_at", namespace)
+    await manager.retention_pass()
+    assert await manager.get_state(a) == "completed", "the parent can still be redriven"
+    assert await manager.retry_job(b, actor="ops")
+    assert await _finish_kids(manager, 1) == [b]
+    assert await manager.retry_job(parent_id, actor="ops")
+    [claim] = await manager.pull_batch("parents", 1)
+    assert claim.id == parent_id
+    assert await manager.get_children_values(parent_id) == {
+        f"kids:{a}": "result of a",
+        f"kids:{b}": "result of b",
+    }
+
+
 async def test_dead_lettered_jobs_are_kept_while_their_dlq_entry_exists(
     manager: PostgresQueueManager, db_dsn: str, namespace: str
 ) -> None:
