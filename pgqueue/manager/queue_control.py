@@ -9,8 +9,9 @@ job and a ``removed`` event per job; the last batch also writes the
 summary event (``drained`` / ``cleaned`` with the total ``count``).  Like
 :func:`pgqueue.manager.job_control.remove`, a drain or clean keeps jobs that
 live jobs still depend on, rather than strand those, and a clean of finished
-jobs keeps a flow child whose parent is live (the parent reads its result
-when it runs; once the parent has finished, the child goes like any other).  Obliterate is the
+jobs keeps a flow child whose parent is live or dead-lettered (the parent
+reads its result when it runs, also after a redrive; once the parent has
+finished for good, the child goes like any other).  Obliterate is the
 exception: it removes everything of the queue (jobs, DLQ entries, logs,
 edges, settings) with one ``obliterated`` event.  Dependents in *other*
 queues of an obliterated job are settled in the transaction of each page,

@@ -50,7 +50,8 @@ FOR UPDATE SKIP LOCKED
 -- Delete up to $5 finished jobs of queue $2 in state $3 that finished at
 -- least $4 ms ago, oldest first, with their DLQ entries and logs; a failed
 -- job that live jobs still wait on is kept, and so is a flow child whose
--- parent is live (the parent reads its result or error when it runs).
+-- parent is live or dead-lettered (the parent reads its result or error
+-- when it runs, also after a redrive).
 -- One 'removed' event each ({"prev": state, "reason": $6}) and one NOTIFY
 -- hint.  $1 namespace.  Returns the deleted ids.
 WITH picked AS (
@@ -62,8 +63,10 @@ WITH picked AS (
                       JOIN pgqueue_jobs dj ON dj.namespace = d.namespace AND dj.id = d.job_id
                       WHERE d.namespace = $1 AND d.depends_on = f.id)
       AND (f.parent_id IS NULL
-           OR NOT EXISTS (SELECT 1 FROM pgqueue_jobs p
-                          WHERE p.namespace = $1 AND p.id = f.parent_id))
+           OR (NOT EXISTS (SELECT 1 FROM pgqueue_jobs p
+                           WHERE p.namespace = $1 AND p.id = f.parent_id)
+               AND NOT EXISTS (SELECT 1 FROM pgqueue_dlq p
+                               WHERE p.namespace = $1 AND p.job_id = f.parent_id)))
     ORDER BY f.finished_at, f.id
     LIMIT $5
     FOR UPDATE SKIP LOCKED

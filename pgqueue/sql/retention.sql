@@ -2,10 +2,10 @@
 -- Forget finished jobs older than their retention: completed ones (and the
 -- completion proofs of removed ones) after $2 ms; failed ones only when they
 -- have no DLQ entry (the DLQ's own maxAge decides those) after $3 ms.  A
--- flow child is kept while its parent is live (its result, or its error,
--- is what the parent reads when it runs); it becomes prunable once the
--- parent has finished.  $1 namespace, $4 batch size.  Returns how many rows
--- went.
+-- flow child is kept while its parent is live or dead-lettered (its result,
+-- or its error, is what the parent reads when it runs, also after a
+-- redrive); it becomes prunable once the parent has finished for good.
+-- $1 namespace, $4 batch size.  Returns how many rows went.
 WITH doomed AS (
     SELECT f.id
     FROM pgqueue_finished f
@@ -17,8 +17,10 @@ WITH doomed AS (
             AND NOT EXISTS (SELECT 1 FROM pgqueue_dlq d
                             WHERE d.namespace = $1 AND d.job_id = f.id)))
       AND (f.parent_id IS NULL
-           OR NOT EXISTS (SELECT 1 FROM pgqueue_jobs p
-                          WHERE p.namespace = $1 AND p.id = f.parent_id))
+           OR (NOT EXISTS (SELECT 1 FROM pgqueue_jobs p
+                           WHERE p.namespace = $1 AND p.id = f.parent_id)
+               AND NOT EXISTS (SELECT 1 FROM pgqueue_dlq p
+                               WHERE p.namespace = $1 AND p.job_id = f.parent_id)))
     LIMIT $4
 ), gone AS (
     DELETE FROM pgqueue_finished f
