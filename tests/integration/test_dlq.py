@@ -481,6 +481,17 @@ async def test_deleting_a_child_whose_parent_is_dead_lettered_too_lets_the_paren
     assert await manager.get_state(parent_id) == "waiting", "it waits for no deleted child"
 
 
+async def test_removing_a_failed_child_whose_parent_is_dead_lettered_lets_the_parent_be_redriven(
+    manager: PostgresQueueManager,
+) -> None:
+    parent_id, child_id = await dead_lettered_child(manager, fail_parent_on_failure=True)
+    assert await manager.get_state(parent_id) == "failed"
+    await manager.remove(child_id)
+    assert await manager.get_state(child_id) == "unknown"
+    assert await manager.retry_job(parent_id, actor=ACTOR)
+    assert await manager.get_state(parent_id) == "waiting", "it waits for no removed child"
+
+
 async def test_retry_job_says_false_for_a_job_that_is_not_dead_lettered(
     manager: PostgresQueueManager,
 ) -> None:

@@ -111,6 +111,38 @@ async def test_a_dead_lettered_parent_keeps_its_childrens_results_for_a_redrive(
     }
 
 
+async def test_pruning_a_failed_job_a_dead_lettered_parent_depended_on_lets_it_be_redriven(
+    manager: PostgresQueueManager, db_dsn: str, namespace: str
+) -> None:
+    dep = await manager.push("deps", "dep", 0, attempts=1, remove_on_fail=True)
+    tree = await manager.push_flow(
+        {
+            "name": "parent",
+            "queue": "parents",
+            "opts": {"depends_on": [dep]},
+            "children": [
+                {
+                    "name": "c",
+                    "queue": "kids",
+                    "data": "c",
+                    "opts": {"attempts": 1, "fail_parent_on_failure": True},
+                }
+            ],
+        }
+    )
+    parent_id, c = tree["id"], tree["children"][0]["id"]
+    for queue in ("deps", "kids"):
+        [claim] = await manager.pull_batch(queue, 1)
+        await manager.fail(claim.id, claim.token, f"{queue} broke")
+    assert await manager.get_state(parent_id) == "failed"
+    await _age(db_dsn, "pgqueue_finished", "finished_at", namespace)
+    assert (await manager.retention_pass()).finished == 1, "only dep: no DLQ entry, no parent"
+    assert await manager.retry_job(c, actor="ops")
+    assert await _finish_kids(manager, 1) == [c]
+    assert await manager.retry_job(parent_id, actor="ops")
+    assert await manager.get_state(parent_id) == "waiting", "it waits for no pruned job"
+
+
 async def test_dead_lettered_jobs_are_kept_while_their_dlq_entry_exists(
     manager: PostgresQueueManager, db_dsn: str, namespace: str
 ) -> None:
