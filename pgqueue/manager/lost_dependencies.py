@@ -18,6 +18,12 @@ dependency dead-letters (:func:`pgqueue.manager.completion.dead_letter_locked`):
 An active dependent only loses the edge (its worker decides what to do), and
 so do dependents already finished and those in the queue being deleted.
 Every edge to a deleted job goes, so that no redrive ever waits for it.
+
+The other deletions of failed jobs (remove, clean, retention, DLQ purge,
+remove and expiry) keep a job that live jobs wait on, so only dead
+dependents (dead-lettered themselves) may still point at what they delete:
+:func:`drop_dangling_edges` drops those edges in the same transaction, so
+that a later redrive of such a dependent does not wait for a job that is gone.
 """
 
 from __future__ import annotations
@@ -32,7 +38,7 @@ from pgqueue.db.queries import Q
 from pgqueue.manager.completion import DeadLetter, dead_letter_locked
 from pgqueue.manager.context import EngineContext
 
-__all__ = ["releases_dependents", "settle_lost_dependencies"]
+__all__ = ["drop_dangling_edges", "releases_dependents", "settle_lost_dependencies"]
 
 _GO_ON = (
     "ignore_dependency_on_failure",
@@ -98,3 +104,10 @@ async def settle_lost_dependencies(
         [edge["job_id"] for edge in edges],
         [edge["depends_on"] for edge in edges],
     )
+
+
+async def drop_dangling_edges(tx: Executor, ctx: EngineContext, job_ids: Sequence[str]) -> None:
+    """Jobs ``job_ids`` may have been deleted in transaction ``tx``: drop the
+    edges that dead dependents kept towards those that exist no more."""
+    if job_ids:
+        await tx.fetchval(Q.dependency_edges_drop_dangling, ctx.namespace, list(job_ids))

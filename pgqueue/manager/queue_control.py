@@ -37,7 +37,7 @@ from pgqueue.db.retry import in_transaction
 from pgqueue.errors import InvalidState, ValidationError
 from pgqueue.manager.arguments import DAY_MS, check_bool, check_int
 from pgqueue.manager.context import EngineContext
-from pgqueue.manager.lost_dependencies import settle_lost_dependencies
+from pgqueue.manager.lost_dependencies import drop_dangling_edges, settle_lost_dependencies
 from pgqueue.manager.options import validate_job_id, validate_queue_name
 
 __all__ = [
@@ -208,6 +208,7 @@ async def _finished_page(
         Q.job_finished_delete_page, ctx.namespace, bulk.queue, state, grace_ms, page, bulk.reason
     )
     deleted = [str(row["id"]) for row in rows]
+    await drop_dangling_edges(tx, ctx, deleted)
     if len(deleted) < page or done_before + len(deleted) >= bulk.limit:
         await _summary(tx, ctx, bulk, done_before + len(deleted))
     return deleted

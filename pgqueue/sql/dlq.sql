@@ -173,9 +173,9 @@ LEFT JOIN audit a ON true
 -- whose job live jobs still wait on (a flow parent, a dependsOn job): they
 -- stay until the job is redriven or its dependents are gone, as a removal
 -- would keep them (no dependent can be added to a failed job, so this
--- statement's snapshot sees them all).  Edges that dead jobs (themselves
--- dead-lettered) kept towards a deleted job go with it, so that a later
--- redrive of such a dependent does not wait for it.  Selection as in
+-- statement's snapshot sees them all).  The caller then drops, in the same
+-- transaction, the edges dead dependents kept towards the deleted jobs
+-- (dependency_edges_drop_dangling).  Selection as in
 -- dlq_list ($3..$8), oldest first, at most $9 (NULL: all).  $1 namespace,
 -- $10 default DLQ config, $11 action ('purge' | 'remove' | 'expire'),
 -- $12 actor, $13 why, $14 the filter as recorded (jsonb), $15 audit even when
@@ -212,11 +212,6 @@ WITH picked AS (
     USING entries e
     WHERE f.namespace = $1 AND f.id = e.job_id AND f.state = 'failed'
     RETURNING f.id
-), stale_edges AS (
-    DELETE FROM pgqueue_dependencies w
-    USING dropped x
-    WHERE w.namespace = $1 AND w.depends_on = x.id
-      AND NOT EXISTS (SELECT 1 FROM pgqueue_jobs j WHERE j.namespace = $1 AND j.id = x.id)
 ), audit AS (
     INSERT INTO pgqueue_dlq_audit (namespace, actor, action, queue, job_ids, filter, reason,
                                    count)

@@ -51,7 +51,8 @@ FOR UPDATE SKIP LOCKED
 -- least $4 ms ago, oldest first, with their DLQ entries and logs; a failed
 -- job that live jobs still wait on is kept, and so is a flow child whose
 -- parent is live or dead-lettered (the parent reads its result or error
--- when it runs, also after a redrive).
+-- when it runs, also after a redrive).  The caller then drops the edges
+-- dead dependents kept towards them (dependency_edges_drop_dangling).
 -- One 'removed' event each ({"prev": state, "reason": $6}) and one NOTIFY
 -- hint.  $1 namespace.  Returns the deleted ids.
 WITH picked AS (
@@ -79,9 +80,6 @@ WITH picked AS (
     DELETE FROM pgqueue_dlq d USING deleted x WHERE d.namespace = $1 AND d.job_id = x.id
 ), logs AS (
     DELETE FROM pgqueue_job_logs l USING deleted x WHERE l.namespace = $1 AND l.job_id = x.id
-), edges AS (
-    DELETE FROM pgqueue_dependencies d USING deleted x
-    WHERE d.namespace = $1 AND d.depends_on = x.id
 ), events AS (
     INSERT INTO pgqueue_events (namespace, queue, job_id, type, payload)
     SELECT $1, x.queue, x.id, 'removed', jsonb_build_object('prev', x.state, 'reason', $6::text)

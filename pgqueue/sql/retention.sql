@@ -5,7 +5,9 @@
 -- flow child is kept while its parent is live or dead-lettered (its result,
 -- or its error, is what the parent reads when it runs, also after a
 -- redrive); it becomes prunable once the parent has finished for good.
--- $1 namespace, $4 batch size.  Returns how many rows went.
+-- $1 namespace, $4 batch size.  Returns how many rows went and the ids of
+-- the failed ones, whose edges from dead dependents the caller then drops
+-- (dependency_edges_drop_dangling) in the same transaction.
 WITH doomed AS (
     SELECT f.id
     FROM pgqueue_finished f
@@ -26,13 +28,15 @@ WITH doomed AS (
     DELETE FROM pgqueue_finished f
     USING doomed d
     WHERE f.namespace = $1 AND f.id = d.id
-    RETURNING f.id
+    RETURNING f.id, f.state
 ), logs AS (
     DELETE FROM pgqueue_job_logs l
     USING gone g
     WHERE l.namespace = $1 AND l.job_id = g.id
 )
-SELECT count(*)::int FROM gone
+SELECT count(*)::int AS pruned,
+       coalesce(array_agg(g.id) FILTER (WHERE g.state = 'failed'), '{}') AS failed_ids
+FROM gone g
 
 -- name: event_prune_old_returning
 -- Delete outbox events older than $2 ms, oldest first, at most $3, but never

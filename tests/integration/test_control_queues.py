@@ -210,6 +210,37 @@ async def test_clean_of_failed_jobs_removes_their_dlq_entries(
     assert await count_rows(db_dsn, "pgqueue_dlq", namespace) == 0
 
 
+async def test_cleaning_a_failed_job_a_dead_lettered_parent_depended_on_lets_it_be_redriven(
+    manager: PostgresQueueManager,
+) -> None:
+    dep = await manager.push("deps", "dep", 0, attempts=1)
+    tree = await manager.push_flow(
+        {
+            "name": "parent",
+            "queue": "parents",
+            "opts": {"depends_on": [dep]},
+            "children": [
+                {
+                    "name": "c",
+                    "queue": "kids",
+                    "data": "c",
+                    "opts": {"attempts": 1, "fail_parent_on_failure": True},
+                }
+            ],
+        }
+    )
+    parent_id, c = tree["id"], tree["children"][0]["id"]
+    for queue in ("deps", "kids"):
+        [claim] = await manager.pull_batch(queue, 1)
+        await manager.fail(claim.id, claim.token, f"{queue} broke")
+    assert await manager.get_state(parent_id) == "failed"
+    assert await manager.clean("deps", 0, "failed") == (1, [dep])
+    assert await manager.retry_job(c, actor="ops")
+    assert await _complete(manager, "kids", 1) == [c]
+    assert await manager.retry_job(parent_id, actor="ops")
+    assert await manager.get_state(parent_id) == "waiting", "it waits for no cleaned job"
+
+
 async def test_clean_of_waiting_jobs_uses_their_age(
     manager: PostgresQueueManager, db_dsn: str, namespace: str
 ) -> None:
