@@ -15,6 +15,12 @@ Each batch is one audited statement (:mod:`pgqueue.manager.redrive`), with
 actor :data:`UPKEEP_ACTOR`.  Everything is measured on the database clock.
 ``maxEntries`` is enforced by the upkeep, so a queue may briefly hold more
 entries between two passes.
+
+Neither ``maxAge`` nor ``maxEntries`` deletes an entry whose job live jobs
+still wait on (a flow parent, a ``dependsOn`` job): deleting it would leave
+them waiting for a job that can no longer be redriven.  Such an entry stays,
+past its age and beyond the cap, until it is redriven or its dependents are
+gone; the trim takes the oldest entries nobody waits for instead.
 """
 
 from __future__ import annotations

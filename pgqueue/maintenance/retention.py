@@ -6,7 +6,8 @@ own transaction (short locks, no long transaction holding the xmin horizon):
 * completed jobs (and completion proofs of removed ones) older than
   ``retention_completed_ms``; failed jobs without a DLQ entry older than
   ``retention_failed_ms`` (dead-lettered ones follow their queue's DLQ
-  ``maxAge``), with their logs;
+  ``maxAge``), with their logs and the edges that dead dependents kept
+  towards the failed ones;
 * outbox events older than ``retention_events_ms``, and beyond the newest
   ``retention_events_per_queue`` of each queue;
 * workers not seen for ``worker_stale_ms``.
@@ -17,11 +18,15 @@ from __future__ import annotations
 import asyncio
 import logging
 from dataclasses import dataclass
+from functools import partial
 
+from pgqueue.db.executor import Executor
 from pgqueue.db.queries import Q
+from pgqueue.db.retry import in_transaction
 from pgqueue.errors import PgQueueError
 from pgqueue.maintenance.leader import LeaderElector
 from pgqueue.manager.context import EngineContext
+from pgqueue.manager.lost_dependencies import drop_dangling_edges
 from pgqueue.service import Service
 
 __all__ = ["Retention", "RetentionReport", "retain_once", "trim_queue_events"]
@@ -38,19 +43,23 @@ class RetentionReport:
     workers: int = 0
 
 
+async def _prune_finished_batch(tx: Executor, ctx: EngineContext) -> int:
+    row = await tx.fetchrow(
+        Q.finished_prune,
+        ctx.namespace,
+        ctx.config.retention_completed_ms,
+        ctx.config.retention_failed_ms,
+        BATCH,
+    )
+    assert row is not None
+    await drop_dangling_edges(tx, ctx, list(row["failed_ids"]))
+    return int(row["pruned"])
+
+
 async def _prune_finished(ctx: EngineContext) -> int:
     total = 0
     while True:
-        done = int(
-            await ctx.db.fetchval(
-                Q.finished_prune,
-                ctx.namespace,
-                ctx.config.retention_completed_ms,
-                ctx.config.retention_failed_ms,
-                BATCH,
-            )
-            or 0
-        )
+        done = await in_transaction(ctx.db, partial(_prune_finished_batch, ctx=ctx))
         total += done
         if done < BATCH:
             return total

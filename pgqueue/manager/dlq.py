@@ -6,6 +6,12 @@ audit row (``pgqueue_dlq_audit``) and a ``dlq_audit`` outbox event in the
 same statement as its effect, plus a ``redriven`` / ``removed`` event per
 job.  Manual operations are audited even when they select nothing.
 
+An entry whose job live jobs still wait on (a flow parent, a ``dependsOn``
+job) is never deleted, as :func:`pgqueue.manager.job_control.remove` keeps
+such a job: purge and the upkeep's ``maxAge`` / ``maxEntries`` skip it, and
+removing it alone is refused with :class:`~pgqueue.errors.InvalidState`.
+Redrive it (its dependents then run as planned) or remove the dependents.
+
     moved = await m.redrive("emails", reason="timeout", actor="ops-token", why="SMTP is back")
     page = await m.list_dlq("emails", retriable=True, limit=50)
     await m.set_dlq_config("emails", {"autoRetry": True, "maxAutoRetries": 5})
@@ -16,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from pgqueue.errors import ValidationError
+from pgqueue.errors import InvalidState, ValidationError
 from pgqueue.manager import dlq_reads, queue_settings, redrive
 from pgqueue.manager.base import ManagerBase
 from pgqueue.manager.dlq_models import DlqAuditRecord, DlqEntry, DlqStats
@@ -134,7 +140,7 @@ class DlqOps(ManagerBase):
         self, queue: str, *, actor: str, why: str | None = None, reason: str | None = None
     ) -> int:
         """Delete ``queue``'s dead-letter entries (of one ``reason``, if given) and their
-        failed jobs; return how many."""
+        failed jobs, except those live jobs wait on; return how many."""
         validate_queue_name(queue)
         actor = validate_actor(actor)
         why = validate_why(why)
@@ -146,11 +152,21 @@ class DlqOps(ManagerBase):
     async def remove_dlq_job(
         self, queue: str, job_id: str, *, actor: str, why: str | None = None
     ) -> bool:
-        """Delete one dead-letter entry and its failed job; False when there was none."""
+        """Delete one dead-letter entry and its failed job; False when there was none.
+
+        Refused (:class:`~pgqueue.errors.InvalidState`, nothing written) while
+        live jobs wait on the job."""
         validate_queue_name(queue)
         validate_job_id(job_id, "jobId")
         actor = validate_actor(actor)
         why = validate_why(why)
+        blockers = await dlq_reads.entry_blockers(self.ctx, queue, job_id)
+        if blockers:
+            raise InvalidState(
+                f"Cannot remove DLQ entry: {blockers} live job(s) depend on job {job_id};"
+                " redrive it or remove them first",
+                field="jobId",
+            )
         result = await redrive.delete_entries(
             self.ctx, queue, build_filter(job_ids=[job_id]), action="remove", actor=actor, why=why
         )

@@ -16,7 +16,13 @@ from pgqueue.manager.dlq_models import DlqAuditRecord, DlqEntry, DlqStats
 from pgqueue.manager.dlq_policy import DEFAULT_DLQ_CONFIG, DLQ_REASONS, DlqFilter
 from pgqueue.manager.rows import job_from_row, json_or_none, ms
 
-__all__ = ["DEFAULT_DLQ_CONFIG_JSON", "audit_records", "list_entries", "stats"]
+__all__ = [
+    "DEFAULT_DLQ_CONFIG_JSON",
+    "audit_records",
+    "entry_blockers",
+    "list_entries",
+    "stats",
+]
 
 DEFAULT_DLQ_CONFIG_JSON = orjson.dumps(DEFAULT_DLQ_CONFIG).decode()
 
@@ -93,3 +99,9 @@ async def audit_records(ctx: EngineContext, queue: str | None, limit: int) -> li
         )
         for row in rows
     ]
+
+
+async def entry_blockers(ctx: EngineContext, queue: str, job_id: str) -> int | None:
+    """How many live jobs wait on dead-lettered ``job_id`` of ``queue`` (None: no entry)."""
+    value = await ctx.db.fetchrow(Q.dlq_entry_blockers, ctx.namespace, queue, job_id)
+    return None if value is None else int(value["blockers"])

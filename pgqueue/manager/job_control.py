@@ -28,6 +28,7 @@ from pgqueue.manager.arguments import check_bool, check_int, check_token
 from pgqueue.manager.completion import DeadLetter, dead_letter_locked
 from pgqueue.manager.context import EngineContext
 from pgqueue.manager.control_probe import fenced, not_active, probe
+from pgqueue.manager.lost_dependencies import drop_dangling_edges
 from pgqueue.manager.options import encode_json, validate_job_id, validate_queue_name
 
 __all__ = [
@@ -98,7 +99,13 @@ async def remove(ctx: EngineContext, job_id: str) -> None:
 
 
 async def _remove_finished(ctx: EngineContext, job_id: str) -> None:
-    row = await ctx.db.fetchrow(Q.job_finished_remove, ctx.namespace, job_id)
+    async def remove_in(tx: Executor) -> Row | None:
+        row = await tx.fetchrow(Q.job_finished_remove, ctx.namespace, job_id)
+        if row is not None and row["removed"]:
+            await drop_dangling_edges(tx, ctx, [job_id])
+        return row
+
+    row = await in_transaction(ctx.db, remove_in)
     if row is None:
         raise JobNotFound(job_id, CANCEL_ERROR)
     if not row["removed"]:

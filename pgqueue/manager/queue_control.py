@@ -8,10 +8,16 @@ listing order (``SKIP LOCKED``), then delete it with a compare-and-set per
 job and a ``removed`` event per job; the last batch also writes the
 summary event (``drained`` / ``cleaned`` with the total ``count``).  Like
 :func:`pgqueue.manager.job_control.remove`, a drain or clean keeps jobs that
-live jobs still depend on, rather than strand those.  Obliterate is the
+live jobs still depend on, rather than strand those, and a clean of finished
+jobs keeps a flow child whose parent is live or dead-lettered (the parent
+reads its result when it runs, also after a redrive; once the parent has
+finished for good, the child goes like any other).  Obliterate is the
 exception: it removes everything of the queue (jobs, DLQ entries, logs,
-edges, settings) with one ``obliterated`` event; dependents in *other*
-queues of an obliterated job keep waiting and must be removed explicitly.
+edges, settings) with one ``obliterated`` event.  Dependents in *other*
+queues of an obliterated job are settled in the transaction of each page,
+by their failure policy (:mod:`pgqueue.manager.lost_dependencies`): released
+when the policy lets them go on, dead-lettered (``dependency_failed``)
+otherwise.
 """
 
 from __future__ import annotations
@@ -26,11 +32,12 @@ from typing import Any
 import orjson
 
 from pgqueue.db.executor import Executor, Row
-from pgqueue.db.queries import Q
+from pgqueue.db.queries import Q, Query
 from pgqueue.db.retry import in_transaction
 from pgqueue.errors import InvalidState, ValidationError
 from pgqueue.manager.arguments import DAY_MS, check_bool, check_int
 from pgqueue.manager.context import EngineContext
+from pgqueue.manager.lost_dependencies import drop_dangling_edges, settle_lost_dependencies
 from pgqueue.manager.options import validate_job_id, validate_queue_name
 
 __all__ = [
@@ -201,6 +208,7 @@ async def _finished_page(
         Q.job_finished_delete_page, ctx.namespace, bulk.queue, state, grace_ms, page, bulk.reason
     )
     deleted = [str(row["id"]) for row in rows]
+    await drop_dangling_edges(tx, ctx, deleted)
     if len(deleted) < page or done_before + len(deleted) >= bulk.limit:
         await _summary(tx, ctx, bulk, done_before + len(deleted))
     return deleted
@@ -229,6 +237,8 @@ async def obliterate(ctx: EngineContext, queue: str, force: bool = False) -> int
     """Delete everything of ``queue``: jobs live and finished, DLQ entries, logs,
     dependency edges and its settings.  Refused while jobs are active unless
     ``force`` (their workers' acks are then rejected).  Returns how many jobs went.
+    Jobs of other queues that waited on them are released or dead-lettered by
+    their failure policy (:mod:`pgqueue.manager.lost_dependencies`).
 
     The queue is paused first, so no broker claims from it meanwhile; jobs
     pushed while it runs may survive it.
@@ -248,13 +258,19 @@ async def obliterate(ctx: EngineContext, queue: str, force: bool = False) -> int
             )
 
     await in_transaction(ctx.db, begin)
+
+    async def page(tx: Executor, query: Query, args: tuple[Any, ...]) -> int:
+        rows = await tx.fetch(query, ns, queue, *args)
+        await settle_lost_dependencies(tx, ctx, rows, queue=queue, why="was obliterated")
+        return len(rows)
+
     total = 0
     for query, args in (
         (Q.job_obliterate_live_page, (force, BATCH_SIZE)),
         (Q.job_obliterate_finished_page, (BATCH_SIZE,)),
     ):
         while True:
-            deleted = int(await ctx.db.fetchval(query, ns, queue, *args))
+            deleted = await in_transaction(ctx.db, partial(page, query=query, args=args))
             total += deleted
             if deleted < BATCH_SIZE:
                 break

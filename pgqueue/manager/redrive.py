@@ -5,7 +5,9 @@ the entries with ``FOR UPDATE SKIP LOCKED`` in entry order, moves or deletes
 them together with their failed rows, writes one outbox event per job, ONE
 audit row and one ``dlq_audit`` event, and sends the NOTIFY hint.  Two
 operations racing for an entry never both act on it: the second skips the
-locked row, or finds it gone.
+locked row, or finds it gone.  A delete is followed, in its transaction, by
+:func:`~pgqueue.manager.lost_dependencies.drop_dangling_edges`: dead
+dependents of a deleted job no longer wait for it.
 
 A redriven job is pending and due now: attempts and stall count start from
 zero, its fence is kept (the next claim increments it, so tokens of its dead
@@ -23,12 +25,14 @@ from typing import Any
 
 import orjson
 
-from pgqueue.db.executor import Row
+from pgqueue.db.executor import Executor, Row
 from pgqueue.db.queries import Q, Query
+from pgqueue.db.retry import in_transaction
 from pgqueue.manager.context import EngineContext
 from pgqueue.manager.dlq_models import RedriveResult
 from pgqueue.manager.dlq_policy import DlqFilter
 from pgqueue.manager.dlq_reads import DEFAULT_DLQ_CONFIG_JSON
+from pgqueue.manager.lost_dependencies import drop_dangling_edges
 
 __all__ = ["REDRIVE_ACTIONS", "REMOVE_ACTIONS", "delete_entries", "entry_queue", "redrive_entries"]
 
@@ -37,6 +41,7 @@ REMOVE_ACTIONS = ("purge", "remove", "expire")
 
 
 async def _run(
+    ex: Executor,
     ctx: EngineContext,
     query: Query,
     queue: str,
@@ -50,7 +55,7 @@ async def _run(
 ) -> RedriveResult:
     ctx.session.check()
     record = selection.record() if recorded is None else recorded
-    row: Row | None = await ctx.db.fetchrow(
+    row: Row | None = await ex.fetchrow(
         query,
         ctx.namespace,
         queue,
@@ -81,6 +86,7 @@ async def redrive_entries(
     if action not in REDRIVE_ACTIONS:
         raise ValueError(f"not a redrive action: {action!r}")
     return await _run(
+        ctx.db,
         ctx,
         Q.dlq_redrive,
         queue,
@@ -107,17 +113,24 @@ async def delete_entries(
     """Delete the selected entries and their failed jobs."""
     if action not in REMOVE_ACTIONS:
         raise ValueError(f"not a delete action: {action!r}")
-    return await _run(
-        ctx,
-        Q.dlq_delete,
-        queue,
-        selection,
-        action=action,
-        actor=actor,
-        why=why,
-        audit_when_empty=audit_when_empty,
-        recorded=recorded,
-    )
+
+    async def delete_in(tx: Executor) -> RedriveResult:
+        result = await _run(
+            tx,
+            ctx,
+            Q.dlq_delete,
+            queue,
+            selection,
+            action=action,
+            actor=actor,
+            why=why,
+            audit_when_empty=audit_when_empty,
+            recorded=recorded,
+        )
+        await drop_dangling_edges(tx, ctx, result.job_ids)
+        return result
+
+    return await in_transaction(ctx.db, delete_in)
 
 
 async def entry_queue(ctx: EngineContext, job_id: str) -> str | None:

@@ -106,6 +106,8 @@ FROM blocked b
 -- Remove a finished job: a completed one is hidden (its completion proof
 -- stays for later dependsOn), a failed one is deleted with its DLQ entry,
 -- unless live jobs still wait on it.  Its logs go too.  One 'removed' event.
+-- The caller then drops the edges dead dependents kept towards a deleted
+-- failed job (dependency_edges_drop_dangling), in the same transaction.
 -- $1 namespace, $2 id.  Returns state, blockers, removed (no row: unknown).
 WITH target AS (
     SELECT f.id, f.queue, f.state

@@ -169,7 +169,13 @@ LEFT JOIN audit a ON true
 -- Delete the selected dead-letter entries of queue $2 and their failed rows
 -- (purge, remove one, expiry), with one 'removed' event per job, ONE audit
 -- row and one 'dlq_audit' event, and one NOTIFY hint, all in this statement.
--- Entries locked by a concurrent operation are skipped.  Selection as in
+-- Entries locked by a concurrent operation are skipped, and so are entries
+-- whose job live jobs still wait on (a flow parent, a dependsOn job): they
+-- stay until the job is redriven or its dependents are gone, as a removal
+-- would keep them (no dependent can be added to a failed job, so this
+-- statement's snapshot sees them all).  The caller then drops, in the same
+-- transaction, the edges dead dependents kept towards the deleted jobs
+-- (dependency_edges_drop_dangling).  Selection as in
 -- dlq_list ($3..$8), oldest first, at most $9 (NULL: all).  $1 namespace,
 -- $10 default DLQ config, $11 action ('purge' | 'remove' | 'expire'),
 -- $12 actor, $13 why, $14 the filter as recorded (jsonb), $15 audit even when
@@ -190,6 +196,9 @@ WITH picked AS (
                   <= statement_timestamp(), false))
       AND ($8::boolean IS NULL OR $8::boolean = coalesce(
               pgqueue_dlq_expires_at(d.entered_at, c.config) <= statement_timestamp(), false))
+      AND NOT EXISTS (SELECT 1 FROM pgqueue_dependencies w
+                      JOIN pgqueue_jobs wj ON wj.namespace = w.namespace AND wj.id = w.job_id
+                      WHERE w.namespace = $1 AND w.depends_on = d.job_id)
     ORDER BY d.entered_at, d.job_id
     LIMIT $9
     FOR UPDATE OF d SKIP LOCKED
@@ -239,6 +248,16 @@ SELECT coalesce((SELECT array_agg(e.job_id ORDER BY e.job_id) FROM entries e), '
        a.id AS audit_id, a.at AS audit_at
 FROM (SELECT count(*) FROM notified) AS hint
 LEFT JOIN audit a ON true
+
+-- name: dlq_entry_blockers
+-- How many live jobs wait on dead-lettered job $3 of queue $2 (no row: no
+-- such entry).  $1 namespace.
+SELECT (SELECT count(*)::int
+        FROM pgqueue_dependencies w
+        JOIN pgqueue_jobs wj ON wj.namespace = w.namespace AND wj.id = w.job_id
+        WHERE w.namespace = $1 AND w.depends_on = d.job_id) AS blockers
+FROM pgqueue_dlq d
+WHERE d.namespace = $1 AND d.queue = $2 AND d.job_id = $3
 
 -- name: dlq_audit_list
 -- The newest audit rows of DLQ operations, of queue $2 or (NULL) every queue.

@@ -49,9 +49,12 @@ FOR UPDATE SKIP LOCKED
 -- name: job_finished_delete_page
 -- Delete up to $5 finished jobs of queue $2 in state $3 that finished at
 -- least $4 ms ago, oldest first, with their DLQ entries and logs; a failed
--- job that live jobs still wait on is kept.  One 'removed' event each
--- ({"prev": state, "reason": $6}) and one NOTIFY hint.  $1 namespace.
--- Returns the deleted ids.
+-- job that live jobs still wait on is kept, and so is a flow child whose
+-- parent is live or dead-lettered (the parent reads its result or error
+-- when it runs, also after a redrive).  The caller then drops the edges
+-- dead dependents kept towards them (dependency_edges_drop_dangling).
+-- One 'removed' event each ({"prev": state, "reason": $6}) and one NOTIFY
+-- hint.  $1 namespace.  Returns the deleted ids.
 WITH picked AS (
     SELECT f.id
     FROM pgqueue_finished f
@@ -60,6 +63,11 @@ WITH picked AS (
       AND NOT EXISTS (SELECT 1 FROM pgqueue_dependencies d
                       JOIN pgqueue_jobs dj ON dj.namespace = d.namespace AND dj.id = d.job_id
                       WHERE d.namespace = $1 AND d.depends_on = f.id)
+      AND (f.parent_id IS NULL
+           OR (NOT EXISTS (SELECT 1 FROM pgqueue_jobs p
+                           WHERE p.namespace = $1 AND p.id = f.parent_id)
+               AND NOT EXISTS (SELECT 1 FROM pgqueue_dlq p
+                               WHERE p.namespace = $1 AND p.job_id = f.parent_id)))
     ORDER BY f.finished_at, f.id
     LIMIT $5
     FOR UPDATE SKIP LOCKED
@@ -72,9 +80,6 @@ WITH picked AS (
     DELETE FROM pgqueue_dlq d USING deleted x WHERE d.namespace = $1 AND d.job_id = x.id
 ), logs AS (
     DELETE FROM pgqueue_job_logs l USING deleted x WHERE l.namespace = $1 AND l.job_id = x.id
-), edges AS (
-    DELETE FROM pgqueue_dependencies d USING deleted x
-    WHERE d.namespace = $1 AND d.depends_on = x.id
 ), events AS (
     INSERT INTO pgqueue_events (namespace, queue, job_id, type, payload)
     SELECT $1, x.queue, x.id, 'removed', jsonb_build_object('prev', x.state, 'reason', $6::text)
@@ -116,8 +121,11 @@ SELECT (SELECT count(*) FROM pgqueue_jobs j
 
 -- name: job_obliterate_live_page
 -- Delete up to $4 live jobs of queue $2 (active ones only when $3) with
--- their dependency edges (both directions) and logs.  No per-job event: the
--- 'obliterated' event covers them.  $1 namespace.  Returns how many.
+-- their own dependency edges and logs.  The edges pointing to them stay for
+-- the caller, who settles their dependents in a second statement of the same
+-- transaction (lost_dependencies.py).  No per-job event: the 'obliterated'
+-- event covers them.  $1 namespace.  Returns id, state, parent_id, opts of
+-- each deleted job.
 WITH picked AS (
     SELECT j.id FROM pgqueue_jobs j
     WHERE j.namespace = $1 AND j.queue = $2 AND ($3::bool OR j.state <> 'active')
@@ -126,21 +134,20 @@ WITH picked AS (
 ), deleted AS (
     DELETE FROM pgqueue_jobs j USING picked p
     WHERE j.namespace = $1 AND j.id = p.id
-    RETURNING j.id
+    RETURNING j.id, j.state, j.parent_id, j.opts
 ), own_edges AS (
     DELETE FROM pgqueue_dependencies d USING deleted x
     WHERE d.namespace = $1 AND d.job_id = x.id
-), target_edges AS (
-    DELETE FROM pgqueue_dependencies d USING deleted x
-    WHERE d.namespace = $1 AND d.depends_on = x.id
 ), logs AS (
     DELETE FROM pgqueue_job_logs l USING deleted x WHERE l.namespace = $1 AND l.job_id = x.id
 )
-SELECT count(*)::int AS deleted FROM deleted
+SELECT x.id, x.state, x.parent_id, x.opts FROM deleted x
 
 -- name: job_obliterate_finished_page
--- Delete up to $3 finished jobs of queue $2 with their DLQ entries, edges
--- and logs.  $1 namespace.  Returns how many.
+-- Delete up to $3 finished jobs of queue $2 with their DLQ entries, their
+-- own edges and logs; the edges pointing to them stay for the caller, as in
+-- job_obliterate_live_page.  $1 namespace.  Returns id, state, parent_id,
+-- opts of each deleted job.
 WITH picked AS (
     SELECT f.id FROM pgqueue_finished f
     WHERE f.namespace = $1 AND f.queue = $2
@@ -149,16 +156,16 @@ WITH picked AS (
 ), deleted AS (
     DELETE FROM pgqueue_finished f USING picked p
     WHERE f.namespace = $1 AND f.id = p.id
-    RETURNING f.id
+    RETURNING f.id, f.state, f.parent_id, f.opts
 ), dlq AS (
     DELETE FROM pgqueue_dlq d USING deleted x WHERE d.namespace = $1 AND d.job_id = x.id
-), edges AS (
+), own_edges AS (
     DELETE FROM pgqueue_dependencies d USING deleted x
-    WHERE d.namespace = $1 AND (d.depends_on = x.id OR d.job_id = x.id)
+    WHERE d.namespace = $1 AND d.job_id = x.id
 ), logs AS (
     DELETE FROM pgqueue_job_logs l USING deleted x WHERE l.namespace = $1 AND l.job_id = x.id
 )
-SELECT count(*)::int AS deleted FROM deleted
+SELECT x.id, x.state, x.parent_id, x.opts FROM deleted x
 
 -- name: queue_obliterate_finish
 -- End an obliterate: drop the queue's remaining DLQ entries and its registry

@@ -56,6 +56,39 @@ SELECT (SELECT count(*) FROM edges)::int AS detached,
        (SELECT count(*) FROM events)::int AS released,
        (SELECT count(*) FROM notified)::int AS hinted
 
+-- name: dependency_edges_drop_dangling
+-- Drop the edges that dead dependents (dead-lettered or finished jobs, not
+-- live) kept towards jobs $2 that exist no more, neither live nor finished:
+-- a failed job deleted while nobody live waited on it (remove, clean,
+-- retention, DLQ purge, remove or expiry).  A later redrive of such a
+-- dependent then does not wait for a job that is gone.  An id that a newer
+-- generation took keeps its edges.  Run in the transaction that deleted the
+-- jobs, after the delete.  $1 namespace.  Returns how many edges went.
+WITH dropped AS (
+    DELETE FROM pgqueue_dependencies d
+    WHERE d.namespace = $1 AND d.depends_on = ANY($2::text[])
+      AND NOT EXISTS (SELECT 1 FROM pgqueue_jobs w
+                      WHERE w.namespace = $1 AND w.id = d.job_id)
+      AND NOT EXISTS (SELECT 1 FROM pgqueue_jobs j
+                      WHERE j.namespace = $1 AND j.id = d.depends_on)
+      AND NOT EXISTS (SELECT 1 FROM pgqueue_finished f
+                      WHERE f.namespace = $1 AND f.id = d.depends_on)
+    RETURNING d.job_id
+)
+SELECT count(*)::int FROM dropped
+
+-- name: dependency_edges_into
+-- The edges that point to jobs $2 (deleted without completing): dependent,
+-- dependency, and the dependent's queue and stored state when it is live
+-- (NULL: finished or gone).  Run in the transaction that deleted the jobs,
+-- as its own statement, so its snapshot sees every edge committed before
+-- their rows were locked.  $1 namespace.
+SELECT d.job_id, d.depends_on, j.queue AS dependent_queue, j.state AS dependent_state
+FROM pgqueue_dependencies d
+LEFT JOIN pgqueue_jobs j ON j.namespace = d.namespace AND j.id = d.job_id
+WHERE d.namespace = $1 AND d.depends_on = ANY($2::text[])
+ORDER BY d.job_id, d.depends_on
+
 -- name: flow_children_detach
 -- Jobs $2 leave their parent: they keep their place in their queue, and
 -- their results no longer count among the parent's children.  $1 namespace.

@@ -1,8 +1,13 @@
 -- name: finished_prune
 -- Forget finished jobs older than their retention: completed ones (and the
 -- completion proofs of removed ones) after $2 ms; failed ones only when they
--- have no DLQ entry (the DLQ's own maxAge decides those) after $3 ms.
--- $1 namespace, $4 batch size.  Returns how many rows went.
+-- have no DLQ entry (the DLQ's own maxAge decides those) after $3 ms.  A
+-- flow child is kept while its parent is live or dead-lettered (its result,
+-- or its error, is what the parent reads when it runs, also after a
+-- redrive); it becomes prunable once the parent has finished for good.
+-- $1 namespace, $4 batch size.  Returns how many rows went and the ids of
+-- the failed ones, whose edges from dead dependents the caller then drops
+-- (dependency_edges_drop_dangling) in the same transaction.
 WITH doomed AS (
     SELECT f.id
     FROM pgqueue_finished f
@@ -13,18 +18,25 @@ WITH doomed AS (
             AND f.finished_at < statement_timestamp() - $3::bigint * interval '1 millisecond'
             AND NOT EXISTS (SELECT 1 FROM pgqueue_dlq d
                             WHERE d.namespace = $1 AND d.job_id = f.id)))
+      AND (f.parent_id IS NULL
+           OR (NOT EXISTS (SELECT 1 FROM pgqueue_jobs p
+                           WHERE p.namespace = $1 AND p.id = f.parent_id)
+               AND NOT EXISTS (SELECT 1 FROM pgqueue_dlq p
+                               WHERE p.namespace = $1 AND p.job_id = f.parent_id)))
     LIMIT $4
 ), gone AS (
     DELETE FROM pgqueue_finished f
     USING doomed d
     WHERE f.namespace = $1 AND f.id = d.id
-    RETURNING f.id
+    RETURNING f.id, f.state
 ), logs AS (
     DELETE FROM pgqueue_job_logs l
     USING gone g
     WHERE l.namespace = $1 AND l.job_id = g.id
 )
-SELECT count(*)::int FROM gone
+SELECT count(*)::int AS pruned,
+       coalesce(array_agg(g.id) FILTER (WHERE g.state = 'failed'), '{}') AS failed_ids
+FROM gone g
 
 -- name: event_prune_old_returning
 -- Delete outbox events older than $2 ms, oldest first, at most $3, but never

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 import pytest
 
@@ -164,6 +165,33 @@ async def test_clean_removes_completed_jobs_older_than_the_grace(
     )
 
 
+async def test_clean_keeps_completed_children_whose_parent_still_waits(
+    manager: PostgresQueueManager,
+) -> None:
+    tree = await manager.push_flow(
+        {
+            "name": "parent",
+            "queue": "parents",
+            "children": [
+                {"name": "a", "queue": "kids", "data": "a"},
+                {"name": "b", "queue": "kids", "data": "b", "opts": {"delay": 3_600_000}},
+            ],
+        }
+    )
+    parent_id = tree["id"]
+    [a, b] = [child["id"] for child in tree["children"]]
+    await manager.push("kids", "loner", "x")
+    done = await _complete(manager, "kids", 2)
+    loner = next(job_id for job_id in done if job_id != a)
+    assert await manager.clean("kids", 0, "completed") == (1, [loner])
+    await manager.promote(b)
+    assert await _complete(manager, "kids", 1) == [b]
+    [claim] = await manager.pull_batch("parents", 1)
+    assert await manager.get_children_values(parent_id) == {f"kids:{a}": "a", f"kids:{b}": "b"}
+    await manager.ack(claim.id, claim.token, "done")
+    assert sorted((await manager.clean("kids", 0, "completed"))[1]) == sorted([a, b])
+
+
 async def test_clean_honours_the_limit(manager: PostgresQueueManager) -> None:
     await manager.push_bulk("q", [{"name": "n", "data": i} for i in range(5)])
     await _complete(manager, "q", 5)
@@ -180,6 +208,37 @@ async def test_clean_of_failed_jobs_removes_their_dlq_entries(
     await manager.fail(job_id, claim.token, "boom")
     assert await manager.clean("q", 0, "failed") == (1, [job_id])
     assert await count_rows(db_dsn, "pgqueue_dlq", namespace) == 0
+
+
+async def test_cleaning_a_failed_job_a_dead_lettered_parent_depended_on_lets_it_be_redriven(
+    manager: PostgresQueueManager,
+) -> None:
+    dep = await manager.push("deps", "dep", 0, attempts=1)
+    tree = await manager.push_flow(
+        {
+            "name": "parent",
+            "queue": "parents",
+            "opts": {"depends_on": [dep]},
+            "children": [
+                {
+                    "name": "c",
+                    "queue": "kids",
+                    "data": "c",
+                    "opts": {"attempts": 1, "fail_parent_on_failure": True},
+                }
+            ],
+        }
+    )
+    parent_id, c = tree["id"], tree["children"][0]["id"]
+    for queue in ("deps", "kids"):
+        [claim] = await manager.pull_batch(queue, 1)
+        await manager.fail(claim.id, claim.token, f"{queue} broke")
+    assert await manager.get_state(parent_id) == "failed"
+    assert await manager.clean("deps", 0, "failed") == (1, [dep])
+    assert await manager.retry_job(c, actor="ops")
+    assert await _complete(manager, "kids", 1) == [c]
+    assert await manager.retry_job(parent_id, actor="ops")
+    assert await manager.get_state(parent_id) == "waiting", "it waits for no cleaned job"
 
 
 async def test_clean_of_waiting_jobs_uses_their_age(
@@ -251,6 +310,65 @@ async def test_obliterate_deletes_everything_of_the_queue_and_nothing_else(
             namespace,
         )
         assert obliterated == '{"count": 5}'
+
+
+async def _flow_with_child_in(m: PostgresQueueManager, queue: str, **child_opts: Any) -> list[str]:
+    """A parent in ``parents`` with one child in ``queue``; returns [parent, child]."""
+    tree = await m.push_flow(
+        {
+            "name": "parent",
+            "queue": "parents",
+            "children": [{"name": "child", "queue": queue, "data": 1, "opts": child_opts}],
+        }
+    )
+    return [tree["id"], tree["children"][0]["id"]]
+
+
+async def test_obliterate_dead_letters_the_dependents_it_strands_in_other_queues(
+    manager: PostgresQueueManager,
+) -> None:
+    [parent_of_dead, dead_child] = await _flow_with_child_in(manager, "doomed", attempts=1)
+    [claim] = await manager.pull_batch("doomed", 1)
+    assert claim.id == dead_child
+    await manager.fail(claim.id, claim.token, "child broke")
+    assert await manager.get_state(parent_of_dead) == "waiting-children"
+    [waiting_parent, _] = await _flow_with_child_in(manager, "doomed")
+    target = await manager.push("doomed", "target", 2)
+    dependent = await manager.push("other", "dependent", 3, depends_on=[target])
+
+    assert await manager.obliterate("doomed") == 3
+    for job_id in (waiting_parent, dependent, parent_of_dead):
+        assert await manager.get_state(job_id) == "failed", job_id
+    entries = await manager.list_dlq("parents") + await manager.list_dlq("other")
+    assert sorted(e.job.id for e in entries) == sorted([waiting_parent, dependent, parent_of_dead])
+    assert {e.reason for e in entries} == {"dependency_failed"}
+    assert all("obliterated" in (e.error or "") for e in entries)
+
+
+async def test_obliterate_releases_the_dependents_whose_failure_policy_lets_them_go_on(
+    manager: PostgresQueueManager,
+) -> None:
+    tree = await manager.push_flow(
+        {
+            "name": "parent",
+            "queue": "parents",
+            "children": [
+                {
+                    "name": "lost",
+                    "queue": "doomed",
+                    "opts": {"ignore_dependency_on_failure": True},
+                },
+                {"name": "kept", "queue": "kids", "data": "k"},
+            ],
+        }
+    )
+    [continued, _] = await _flow_with_child_in(manager, "doomed", continue_parent_on_failure=True)
+    assert await manager.obliterate("doomed") == 2
+    assert await manager.get_state(continued) == "waiting"
+    assert await manager.get_state(tree["id"]) == "waiting-children", "it still waits for kids"
+    [claim] = await manager.pull_batch("kids", 1)
+    await manager.ack(claim.id, claim.token, "k")
+    assert await manager.get_state(tree["id"]) == "waiting"
 
 
 async def test_retry_completed_runs_completed_jobs_again_as_new_generations(

@@ -9,7 +9,7 @@ import orjson
 import pytest
 
 from pgqueue.db.queries import Q
-from pgqueue.errors import LeaseLost, ValidationError
+from pgqueue.errors import InvalidState, LeaseLost, ValidationError
 from pgqueue.manager import PostgresQueueManager
 from pgqueue.manager.completion import FailItem
 from pgqueue.manager.dlq_policy import DEFAULT_DLQ_CONFIG, DLQ_REASONS
@@ -45,6 +45,34 @@ async def age_entries(dsn: str, namespace: str, job_ids: list[str], ms: int) -> 
         job_ids,
         ms,
     )
+
+
+async def dead_lettered_child(m: PostgresQueueManager, **child_opts: Any) -> tuple[str, str]:
+    """A flow whose only child (queue ``kids``) is dead-lettered while its parent
+    (queue ``parents``) waits for it.  Returns (parent id, child id)."""
+    tree = await m.push_flow(
+        {
+            "name": "parent",
+            "queue": "parents",
+            "data": 0,
+            "children": [
+                {"name": "child", "queue": "kids", "data": 1, "opts": {"attempts": 1, **child_opts}}
+            ],
+        }
+    )
+    parent_id, child_id = tree["id"], tree["children"][0]["id"]
+    [claim] = await m.pull_batch("kids", 1)
+    assert claim.id == child_id
+    await m.fail(claim.id, claim.token, "child broke")
+    return parent_id, child_id
+
+
+async def redrive_and_complete(m: PostgresQueueManager, job_id: str, result: Any = "fixed") -> None:
+    """Redrive a dead-lettered job and complete it."""
+    assert await m.retry_job(job_id, actor=ACTOR)
+    [claim] = await m.pull_batch("kids", 1)
+    assert claim.id == job_id
+    await m.ack(claim.id, claim.token, result)
 
 
 async def audit_events(dsn: str, namespace: str) -> list[dict[str, Any]]:
@@ -414,6 +442,54 @@ async def test_removing_one_entry_is_audited_and_says_whether_it_was_there(
         ("remove", [gone], 1),
     ]
     assert records[1].reason == "duplicate"
+
+
+async def test_purge_keeps_a_dead_lettered_child_that_a_live_parent_waits_for(
+    manager: PostgresQueueManager, db_dsn: str, namespace: str
+) -> None:
+    parent_id, child_id = await dead_lettered_child(manager)
+    [other] = await dead_letter(manager, "kids", 1)
+    assert await manager.purge_dlq("kids", actor=ACTOR) == 1
+    assert [e.job.id for e in await manager.list_dlq("kids")] == [child_id]
+    [record] = await manager.dlq_audit("kids")
+    assert record.job_ids == [other]
+    assert await manager.get_state(parent_id) == "waiting-children"
+    await redrive_and_complete(manager, child_id)
+    assert await manager.get_state(parent_id) == "waiting"
+    assert await manager.get_children_values(parent_id) == {f"kids:{child_id}": "fixed"}
+
+
+async def test_removing_the_entry_of_a_child_a_live_parent_waits_for_is_refused(
+    manager: PostgresQueueManager,
+) -> None:
+    parent_id, child_id = await dead_lettered_child(manager)
+    with pytest.raises(InvalidState, match=rf"1 live job\(s\) depend on job {child_id}"):
+        await manager.remove_dlq_job("kids", child_id, actor=ACTOR)
+    assert [e.job.id for e in await manager.list_dlq("kids")] == [child_id]
+    assert await manager.dlq_audit("kids") == [], "a refused removal writes nothing"
+    await redrive_and_complete(manager, child_id)
+    assert await manager.get_state(parent_id) == "waiting"
+
+
+async def test_deleting_a_child_whose_parent_is_dead_lettered_too_lets_the_parent_be_redriven(
+    manager: PostgresQueueManager,
+) -> None:
+    parent_id, child_id = await dead_lettered_child(manager, fail_parent_on_failure=True)
+    assert await manager.get_state(parent_id) == "failed"
+    assert await manager.remove_dlq_job("kids", child_id, actor=ACTOR) is True
+    assert await manager.retry_job(parent_id, actor=ACTOR)
+    assert await manager.get_state(parent_id) == "waiting", "it waits for no deleted child"
+
+
+async def test_removing_a_failed_child_whose_parent_is_dead_lettered_lets_the_parent_be_redriven(
+    manager: PostgresQueueManager,
+) -> None:
+    parent_id, child_id = await dead_lettered_child(manager, fail_parent_on_failure=True)
+    assert await manager.get_state(parent_id) == "failed"
+    await manager.remove(child_id)
+    assert await manager.get_state(child_id) == "unknown"
+    assert await manager.retry_job(parent_id, actor=ACTOR)
+    assert await manager.get_state(parent_id) == "waiting", "it waits for no removed child"
 
 
 async def test_retry_job_says_false_for_a_job_that_is_not_dead_lettered(

@@ -9,7 +9,12 @@ from pgqueue.manager import PostgresQueueManager
 from pgqueue.testing import eventually
 from tests.conftest import start_manager
 from tests.helpers import count_rows, events_of, sql, sql_value
-from tests.integration.test_dlq import age_entries, dead_letter
+from tests.integration.test_dlq import (
+    age_entries,
+    dead_letter,
+    dead_lettered_child,
+    redrive_and_complete,
+)
 
 MINUTE = 60_000
 
@@ -128,6 +133,48 @@ async def test_upkeep_trims_the_oldest_entries_beyond_max_entries(
     assert {r.reason for r in records} == {"maxEntries"}
     assert sorted(j for r in records for j in r.job_ids) == sorted(ids[:3])
     assert (await dlq_upkeep_once(manager.ctx)).total == 0
+
+
+async def test_max_entries_trimming_keeps_a_dead_lettered_child_that_a_live_parent_waits_for(
+    manager: PostgresQueueManager, db_dsn: str, namespace: str
+) -> None:
+    parent_id, child_id = await dead_lettered_child(manager)
+    await age_entries(db_dsn, namespace, [child_id], MINUTE)  # the oldest entry
+    others = await dead_letter(manager, "kids", 2)
+    await manager.set_dlq_config("kids", {"maxEntries": 1})
+    report = await dlq_upkeep_once(manager.ctx)
+    assert report.trimmed == 2, "the oldest entries nobody waits for go"
+    assert [e.job.id for e in await manager.list_dlq("kids")] == [child_id]
+    assert sorted(j for r in await manager.dlq_audit("kids") for j in r.job_ids) == sorted(others)
+    assert (await dlq_upkeep_once(manager.ctx)).total == 0
+    assert await manager.get_state(parent_id) == "waiting-children"
+    await redrive_and_complete(manager, child_id)
+    assert await manager.get_state(parent_id) == "waiting"
+
+
+async def test_max_age_expiry_keeps_a_dead_lettered_child_that_a_live_parent_waits_for(
+    manager: PostgresQueueManager, db_dsn: str, namespace: str
+) -> None:
+    await manager.set_dlq_config("kids", {"maxAge": 10 * MINUTE})
+    parent_id, child_id = await dead_lettered_child(manager)
+    [other] = await dead_letter(manager, "kids", 1)
+    await age_entries(db_dsn, namespace, [child_id, other], 11 * MINUTE)
+    report = await dlq_upkeep_once(manager.ctx)
+    assert report.expired == 1
+    assert [e.job.id for e in await manager.list_dlq("kids")] == [child_id]
+    assert await manager.get_job(other) is None
+    assert (await dlq_upkeep_once(manager.ctx)).total == 0
+    assert await manager.get_state(parent_id) == "waiting-children"
+    await redrive_and_complete(manager, child_id)
+    assert await manager.get_state(parent_id) == "waiting"
+    # Once nobody waits for it, an expired entry goes like any other.
+    [claim] = await manager.pull_batch("parents", 1)
+    await manager.ack(claim.id, claim.token, "done")
+    parent2, child2 = await dead_lettered_child(manager)
+    await manager.remove(parent2)
+    await age_entries(db_dsn, namespace, [child2], 11 * MINUTE)
+    assert (await dlq_upkeep_once(manager.ctx)).expired == 1
+    assert await manager.list_dlq("kids") == []
 
 
 async def test_the_leaders_dlq_upkeep_service_retries_on_its_own(

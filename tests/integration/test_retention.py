@@ -32,6 +32,117 @@ async def test_old_completed_jobs_and_their_logs_are_pruned_but_live_jobs_stay(
     assert await count_rows(db_dsn, "pgqueue_job_logs", namespace) == 0
 
 
+async def _finish_kids(m: PostgresQueueManager, n: int) -> list[str]:
+    claims = await m.pull_batch("kids", n)
+    for claim in claims:
+        await m.ack(claim.id, claim.token, f"result of {claim.data}")
+    return [claim.id for claim in claims]
+
+
+async def test_old_results_of_children_are_kept_until_their_waiting_parent_has_finished(
+    manager: PostgresQueueManager, db_dsn: str, namespace: str
+) -> None:
+    tree = await manager.push_flow(
+        {
+            "name": "parent",
+            "queue": "parents",
+            "children": [
+                {"name": "a", "queue": "kids", "data": "a"},
+                {"name": "b", "queue": "kids", "data": "b", "opts": {"remove_on_complete": True}},
+                {"name": "c", "queue": "kids", "data": "c", "opts": {"delay": 3_600_000}},
+            ],
+        }
+    )
+    parent_id = tree["id"]
+    [a, b, c] = [child["id"] for child in tree["children"]]
+    assert sorted(await _finish_kids(manager, 2)) == sorted([a, b])
+    await _age(db_dsn, "pgqueue_finished", "finished_at", namespace)
+    assert (await manager.retention_pass()).finished == 0, "the parent still waits for them"
+    await manager.promote(c)
+    assert await _finish_kids(manager, 1) == [c]
+    [claim] = await manager.pull_batch("parents", 1)
+    assert claim.id == parent_id
+    assert await manager.get_children_values(parent_id) == {
+        f"kids:{a}": "result of a",
+        f"kids:{b}": "result of b",
+        f"kids:{c}": "result of c",
+    }
+    await manager.ack(claim.id, claim.token, "all three")
+    await _age(db_dsn, "pgqueue_finished", "finished_at", namespace)
+    assert (await manager.retention_pass()).finished == 4, "once it finished, they all go"
+
+
+async def test_a_dead_lettered_parent_keeps_its_childrens_results_for_a_redrive(
+    manager: PostgresQueueManager, db_dsn: str, namespace: str
+) -> None:
+    tree = await manager.push_flow(
+        {
+            "name": "parent",
+            "queue": "parents",
+            "children": [
+                {"name": "a", "queue": "kids", "data": "a"},
+                {
+                    "name": "b",
+                    "queue": "kids",
+                    "data": "b",
+                    "opts": {"attempts": 1, "fail_parent_on_failure": True, "delay": 3_600_000},
+                },
+            ],
+        }
+    )
+    parent_id = tree["id"]
+    [a, b] = [child["id"] for child in tree["children"]]
+    assert await _finish_kids(manager, 1) == [a]
+    await manager.promote(b)
+    [claim] = await manager.pull_batch("kids", 1)
+    await manager.fail(claim.id, claim.token, "b broke")
+    assert await manager.get_state(parent_id) == "failed"
+    await _age(db_dsn, "pgqueue_finished", "finished_at", namespace)
+    await manager.retention_pass()
+    assert await manager.get_state(a) == "completed", "the parent can still be redriven"
+    assert await manager.retry_job(b, actor="ops")
+    assert await _finish_kids(manager, 1) == [b]
+    assert await manager.retry_job(parent_id, actor="ops")
+    [claim] = await manager.pull_batch("parents", 1)
+    assert claim.id == parent_id
+    assert await manager.get_children_values(parent_id) == {
+        f"kids:{a}": "result of a",
+        f"kids:{b}": "result of b",
+    }
+
+
+async def test_pruning_a_failed_job_a_dead_lettered_parent_depended_on_lets_it_be_redriven(
+    manager: PostgresQueueManager, db_dsn: str, namespace: str
+) -> None:
+    dep = await manager.push("deps", "dep", 0, attempts=1, remove_on_fail=True)
+    tree = await manager.push_flow(
+        {
+            "name": "parent",
+            "queue": "parents",
+            "opts": {"depends_on": [dep]},
+            "children": [
+                {
+                    "name": "c",
+                    "queue": "kids",
+                    "data": "c",
+                    "opts": {"attempts": 1, "fail_parent_on_failure": True},
+                }
+            ],
+        }
+    )
+    parent_id, c = tree["id"], tree["children"][0]["id"]
+    for queue in ("deps", "kids"):
+        [claim] = await manager.pull_batch(queue, 1)
+        await manager.fail(claim.id, claim.token, f"{queue} broke")
+    assert await manager.get_state(parent_id) == "failed"
+    await _age(db_dsn, "pgqueue_finished", "finished_at", namespace)
+    assert (await manager.retention_pass()).finished == 1, "only dep: no DLQ entry, no parent"
+    assert await manager.retry_job(c, actor="ops")
+    assert await _finish_kids(manager, 1) == [c]
+    assert await manager.retry_job(parent_id, actor="ops")
+    assert await manager.get_state(parent_id) == "waiting", "it waits for no pruned job"
+
+
 async def test_dead_lettered_jobs_are_kept_while_their_dlq_entry_exists(
     manager: PostgresQueueManager, db_dsn: str, namespace: str
 ) -> None:
