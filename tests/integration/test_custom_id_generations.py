@@ -3,9 +3,15 @@ transaction, redrives beside a live job of the same id, the TTL on the database 
 
 from __future__ import annotations
 
+import asyncio
+
+import asyncpg
+
+from pgqueue.maintenance.dlq_upkeep import dlq_upkeep_once
 from pgqueue.manager import PostgresQueueManager
+from pgqueue.testing import eventually
 from tests.helpers import events_of, sql, sql_value
-from tests.integration.test_dlq import ACTOR, dead_letter
+from tests.integration.test_dlq import ACTOR, age_entries, dead_letter
 
 HOUR_MS = 3_600_000
 
@@ -103,3 +109,72 @@ async def test_a_removed_childs_result_outlives_a_repush_of_its_id_until_the_par
     await manager.ack(other.id, other.token, "y-result")
     values = await manager.get_children_values(parent)
     assert sorted(values.values()) == ["x-result", "y-result"]
+
+
+# -- issue 9 item 8: the previous generation's final transaction, redrive beside a live id --
+
+
+async def test_a_custom_id_pushed_during_its_jobs_final_transaction_gets_the_dead_letter(
+    manager: PostgresQueueManager, db_dsn: str, namespace: str
+) -> None:
+    job_id = "race-1"
+    await manager.push("q", "job", 1, job_id=job_id, attempts=1)
+    [claim] = await manager.pull_batch("q", 1)
+    blocker = await asyncpg.connect(db_dsn)
+    try:
+        holding = blocker.transaction()
+        await holding.start()
+        # An uncommitted entry of the same id holds the final transaction (its DLQ
+        # insert waits on it) after it took the job row out of the live table.
+        await blocker.execute(
+            "INSERT INTO pgqueue_dlq (namespace, job_id, queue, reason, entered_at)"
+            " VALUES ($1, $2, 'q', 'unknown', now())",
+            namespace,
+            job_id,
+        )
+        failing = asyncio.create_task(manager.fail(claim.id, claim.token, "boom"))
+        await eventually(lambda: _lock_waiters(db_dsn), message="the failure waits")
+        pushing = asyncio.create_task(manager.push("q", "job", 2, job_id=job_id))
+        await eventually(
+            lambda: _at_least(db_dsn, 2), message="the re-push waits for the final transaction"
+        )
+        await holding.rollback()
+        await failing
+        assert await pushing == job_id
+    finally:
+        await blocker.close()
+    assert (
+        await sql_value(db_dsn, "SELECT count(*) FROM pgqueue_jobs WHERE namespace = $1", namespace)
+        == 0
+    ), "the re-push must return the dead-lettered job, not admit a second one"
+    assert await manager.get_state(job_id) == "failed"
+    assert await manager.redrive("q", actor=ACTOR) == 1
+
+
+async def _at_least(dsn: str, n: int) -> bool:
+    return await _lock_waiters(dsn) >= n
+
+
+async def test_a_queue_wide_redrive_skips_an_entry_whose_id_a_live_job_holds(
+    manager: PostgresQueueManager, db_dsn: str, namespace: str
+) -> None:
+    ids = await dead_letter(manager, "q", 3)
+    await _live_copy(db_dsn, namespace, ids[0], "q")
+    assert await manager.redrive("q", actor=ACTOR) == 2
+    assert [e.job.id for e in await manager.list_dlq("q")] == [ids[0]]
+    assert {await manager.get_state(i) for i in ids[1:]} == {"waiting"}
+    live = await sql(
+        db_dsn, "SELECT name FROM pgqueue_jobs WHERE namespace = $1 AND id = $2", namespace, ids[0]
+    )
+    assert [row["name"] for row in live] == ["other"], "the live job is left alone"
+
+
+async def test_dlq_auto_retry_skips_an_entry_whose_id_a_live_job_holds(
+    manager: PostgresQueueManager, db_dsn: str, namespace: str
+) -> None:
+    await manager.set_dlq_config("q", {"autoRetry": True, "autoRetryInterval": 60_000})
+    ids = await dead_letter(manager, "q", 3)
+    await age_entries(db_dsn, namespace, ids, 61_000)
+    await _live_copy(db_dsn, namespace, ids[0], "q")
+    assert (await dlq_upkeep_once(manager.ctx, batch=2)).auto_retried == 2
+    assert [e.job.id for e in await manager.list_dlq("q")] == [ids[0]]
