@@ -4,6 +4,7 @@ transaction, redrives beside a live job of the same id, the TTL on the database 
 from __future__ import annotations
 
 import asyncio
+import time
 
 import asyncpg
 
@@ -178,3 +179,24 @@ async def test_dlq_auto_retry_skips_an_entry_whose_id_a_live_job_holds(
     await _live_copy(db_dsn, namespace, ids[0], "q")
     assert (await dlq_upkeep_once(manager.ctx, batch=2)).auto_retried == 2
     assert [e.job.id for e in await manager.list_dlq("q")] == [ids[0]]
+
+
+# -- issue 9 (also check): the TTL deadline is on the database clock ------------------------
+
+
+async def test_a_client_timestamp_does_not_move_the_ttl_deadline(
+    manager: PostgresQueueManager, db_dsn: str, namespace: str
+) -> None:
+    now_ms = int(time.time() * 1000)
+    past = await manager.push("q", "a", 1, ttl=HOUR_MS, timestamp=now_ms - 2 * HOUR_MS)
+    future = await manager.push("q", "b", 2, ttl=1000, timestamp=now_ms + 24 * HOUR_MS)
+    rows = await sql(
+        db_dsn,
+        "SELECT id, expires_at - now() AS left FROM pgqueue_jobs WHERE namespace = $1",
+        namespace,
+    )
+    left = {row["id"]: row["left"].total_seconds() for row in rows}
+    assert 3000 < left[past] <= 3600, "a client clock behind must not expire the job"
+    assert left[future] <= 1, "a client clock ahead must not stretch the TTL"
+    [claim] = await manager.pull_batch("q", 1)
+    assert claim.id == past
