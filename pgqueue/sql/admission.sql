@@ -100,16 +100,28 @@ SELECT n.id
 FROM inserted n, (SELECT count(*) FROM notified) AS hint
 
 -- name: job_retire_finished_generations
--- A custom id reused after its job finished starts a new generation: delete
--- the finished row and its DLQ entry.  $1 namespace, $2 ids.
-WITH retired AS (
-    DELETE FROM pgqueue_finished
-    WHERE namespace = $1 AND id = ANY($2::text[])
-    RETURNING id
+-- Custom ids $2 that name finished jobs.  A job still retained (completed or
+-- failed, not removed) keeps its id, and so does the hidden completion proof
+-- of a removed child whose parent is still live (the parent reads its
+-- result); every other proof is deleted, so that the id starts a new
+-- generation.  The rows read are locked.  $1 namespace.  Returns the ids kept.
+WITH finished AS (
+    SELECT f.id, f.removed,
+           (f.state = 'completed' AND f.parent_id IS NOT NULL
+            AND EXISTS (SELECT 1 FROM pgqueue_jobs p
+                        WHERE p.namespace = $1 AND p.id = f.parent_id)) AS needed
+    FROM pgqueue_finished f
+    WHERE f.namespace = $1 AND f.id = ANY($2::text[])
+    FOR UPDATE OF f
+), retired AS (
+    DELETE FROM pgqueue_finished f
+    USING finished r
+    WHERE f.namespace = $1 AND f.id = r.id AND r.removed AND NOT r.needed
+    RETURNING f.id
+), dlq AS (
+    DELETE FROM pgqueue_dlq d USING retired r WHERE d.namespace = $1 AND d.job_id = r.id
 )
-DELETE FROM pgqueue_dlq d
-USING retired r
-WHERE d.namespace = $1 AND d.job_id = r.id
+SELECT r.id FROM finished r WHERE NOT r.removed OR r.needed
 
 -- name: job_unique_keys_release_expired
 -- Free live unique keys whose dedup TTL has passed, so a new job may take them.
