@@ -220,6 +220,8 @@ async def _admit_in(tx: Executor, ns: str, plan: _Plan) -> list[str]:
     if plan.is_graph:
         await _resolve_external_targets(tx, ns, plan)
     inserted = await _insert(tx, ns, _without(plan, retained) if retained else plan)
+    if custom_ids:
+        await _check_no_finished_twin(tx, ns, [i for i in custom_ids if i in inserted])
     result = list(plan.ids)
     skipped = [i for i, job_id in enumerate(plan.ids) if job_id not in inserted]
     if skipped:
@@ -238,6 +240,17 @@ def _without(plan: _Plan, retained: set[str]) -> _Plan:
         [plan.pending_deps[i] for i in keep],
         [plan.has_dependents[i] for i in keep],
     )
+
+
+async def _check_no_finished_twin(tx: Executor, ns: str, inserted_custom_ids: list[str]) -> None:
+    """A custom id just inserted must not also be finished (retained or not).
+
+    It is when the previous generation's final transaction committed while our
+    insert waited for its row: our snapshot did not see that finished row.
+    Starting again sees it, and decides by it (retained: return that job).
+    """
+    if inserted_custom_ids and await tx.fetch(Q.job_finished_ids, ns, inserted_custom_ids):
+        raise TransientConflict("the job of this custom id finished meanwhile")
 
 
 async def _replace_owner(tx: Executor, ns: str, spec: JobSpec) -> None:

@@ -123,6 +123,12 @@ WITH finished AS (
 )
 SELECT r.id FROM finished r WHERE NOT r.removed OR r.needed
 
+-- name: job_finished_ids
+-- Which of the ids $2 name a finished row (any state, removed or not).  After
+-- an insert of custom ids: a row seen here finished in a transaction that
+-- committed while the insert waited.  $1 namespace.
+SELECT id FROM pgqueue_finished WHERE namespace = $1 AND id = ANY($2::text[])
+
 -- name: job_unique_keys_release_expired
 -- Free live unique keys whose dedup TTL has passed, so a new job may take them.
 -- $1 namespace, $2 queues, $3 unique keys (aligned).

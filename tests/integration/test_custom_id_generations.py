@@ -7,7 +7,9 @@ import asyncio
 import time
 
 import asyncpg
+import pytest
 
+from pgqueue.errors import DuplicateJob
 from pgqueue.maintenance.dlq_upkeep import dlq_upkeep_once
 from pgqueue.manager import PostgresQueueManager
 from pgqueue.testing import eventually
@@ -168,6 +170,8 @@ async def test_a_queue_wide_redrive_skips_an_entry_whose_id_a_live_job_holds(
         db_dsn, "SELECT name FROM pgqueue_jobs WHERE namespace = $1 AND id = $2", namespace, ids[0]
     )
     assert [row["name"] for row in live] == ["other"], "the live job is left alone"
+    with pytest.raises(DuplicateJob, match="a live job holds its id"):
+        await manager.retry_job(ids[0], actor=ACTOR)
 
 
 async def test_dlq_auto_retry_skips_an_entry_whose_id_a_live_job_holds(
