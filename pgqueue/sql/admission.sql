@@ -10,7 +10,8 @@
 -- backoff_type, backoff_ms, backoff_max_ms, timeout_ms, ttl_ms,
 -- stall_timeout_ms, remove_on_complete, remove_on_fail, custom_id, unique_key,
 -- unique_ttl_ms, group_id, parent_id, parent_queue, pending_deps,
--- has_dependents, opts, created_at_ms (NULL = now).
+-- has_dependents, opts, created_at_ms (NULL = now; the client's clock, shown
+-- as createdAt only: the TTL deadline counts from the database clock).
 WITH input AS (
     SELECT *
     FROM unnest($2::text[], $3::text[], $4::text[], $5::jsonb[], $6::int[], $7::bool[], $8::bigint[], $9::int[], $10::text[], $11::bigint[], $12::bigint[], $13::bigint[], $14::bigint[], $15::bigint[], $16::bool[], $17::bool[], $18::text[], $19::text[], $20::bigint[], $21::text[], $22::text[], $23::text[], $24::int[], $25::bool[], $26::jsonb[], $27::float8[])
@@ -60,7 +61,7 @@ WITH input AS (
            CASE WHEN s.lifo THEN nextval('pgqueue_lifo_seq') END,
            statement_timestamp() + s.delay_ms * interval '1 millisecond',
            s.created_at,
-           s.created_at + s.ttl_ms * interval '1 millisecond',
+           statement_timestamp() + s.ttl_ms * interval '1 millisecond',
            s.max_attempts, s.backoff_type, s.backoff_ms, s.backoff_max_ms,
            s.timeout_ms, s.ttl_ms, s.stall_timeout_ms, s.remove_on_complete,
            s.remove_on_fail, s.custom_id, s.unique_key,
