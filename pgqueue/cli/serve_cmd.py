@@ -78,6 +78,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="close a connection that holds a partial frame this long (0: never)",
     )
     parser.add_argument(
+        "--max-request-age-ms",
+        type=int,
+        default=_env_int("PGQUEUE_MAX_REQUEST_AGE_MS", 30_000),
+        help="never serve a TCP request older than this (0: no limit; see docs)",
+    )
+    parser.add_argument(
         "--max-inflight",
         type=int,
         default=50,
@@ -143,6 +149,7 @@ def run(args: argparse.Namespace) -> int:
         max_frame_bytes=args.max_frame_bytes,
         idle_partial_frame_ms=args.idle_partial_frame_ms,
         max_inflight_per_connection=args.max_inflight,
+        max_request_age_ms=args.max_request_age_ms,
         enable_http=not args.no_http,
         max_http_body_bytes=args.max_http_body_bytes,
         sse_keepalive_ms=args.sse_keepalive_ms,

@@ -7,7 +7,9 @@ an answer that comes after its request gave up (timeout) is dropped.  When
 the connection breaks, every request in flight fails with
 :class:`ConnectionLost` — for a write that means its outcome is unknown, so
 callers retry writes only with a custom id.  A request refused because the
-connection was already closed was never sent.
+connection was already closed was never sent.  Every request carries its
+timeout as ``reqTimeout`` (ms): a broker that reads it later than that (it was
+paused, say) refuses it unexecuted, since by then this side has given up.
 """
 
 from __future__ import annotations
@@ -110,8 +112,11 @@ class Connection:
         if self.closed.is_set():
             raise ConnectionLost(f"connection to {self.address} is closed")
         req_id = str(next(self._ids) & 0x7FFFFFFF)
+        envelope: dict[str, Any] = {"reqId": req_id}
+        if timeout is not None:
+            envelope["reqTimeout"] = max(1, round(timeout * 1000))
         try:
-            frame = encode_frame(pack({**message, "reqId": req_id}))
+            frame = encode_frame(pack({**message, **envelope}))
         except (TypeError, ValueError, OverflowError) as exc:
             raise ValidationError(f"{message.get('cmd')}: a value cannot be sent: {exc}") from exc
         future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()

@@ -24,8 +24,8 @@ When a connection drops with requests in flight:
   push whose every job carries a custom id, which is re-sent once on another
   connection, transparently: the broker answers a live custom id with the
   existing job's id, so the re-send cannot create a second job while the
-  first is live (if that job already finished in the meantime, the re-send
-  admits a new generation, as any re-push with that id would);
+  first is retained (live, or finished and not removed: the broker answers
+  the finished job's id and runs nothing again);
 - every other write raises :class:`~pgqueue.errors.ConnectionLost` (retryable:
   the caller knows whether repeating it is harmless).
 

@@ -5,6 +5,10 @@ registry + one NOTIFY hint).  Conflicts on a custom id or a live unique key
 are resolved in that statement (``ON CONFLICT DO NOTHING``); the skipped rows
 are then mapped to the live job that holds the id or key, which is what the
 caller gets back (G4: one job per custom id, whatever broker the pushes hit).
+A custom id whose job finished but is still retained (completed or failed,
+not removed; or a removed child whose live parent still reads its result)
+also returns that job, as BullMQ does; a new generation starts only once the
+job was removed.
 
 Batches with dependencies or parents (flows) take the graph path: dependency
 targets outside the batch are locked and flagged first, so that a dependency
@@ -168,8 +172,9 @@ def _needs_transaction(plan: _Plan) -> bool:
 async def admit(ctx: EngineContext, specs: Sequence[JobSpec]) -> list[str]:
     """Admit ``specs`` atomically; return one id per spec, in order.
 
-    A spec whose custom id or unique key names a live job gets that job's id
-    (and nothing is written for it).
+    A spec whose custom id or unique key names a live job, or whose custom id
+    names a retained finished job, gets that job's id (and nothing is written
+    for it but a ``duplicated`` event).
     """
     if not specs:
         return []
@@ -197,8 +202,10 @@ async def admit_in(ctx: EngineContext, tx: Executor, specs: Sequence[JobSpec]) -
 async def _admit_in(tx: Executor, ns: str, plan: _Plan) -> list[str]:
     specs = plan.specs
     custom_ids = [s.custom_id for s in specs if s.custom_id is not None]
+    retained: set[str] = set()
     if custom_ids:
-        await tx.execute(Q.job_retire_finished_generations, ns, custom_ids)
+        rows = await tx.fetch(Q.job_retire_finished_generations, ns, custom_ids)
+        retained = {row["id"] for row in rows}
     keyed = [s for s in specs if s.unique_key is not None]
     if keyed:
         await tx.execute(
@@ -212,14 +219,38 @@ async def _admit_in(tx: Executor, ns: str, plan: _Plan) -> list[str]:
                 await _replace_owner(tx, ns, spec)
     if plan.is_graph:
         await _resolve_external_targets(tx, ns, plan)
-    inserted = await _insert(tx, ns, plan)
+    inserted = await _insert(tx, ns, _without(plan, retained) if retained else plan)
+    if custom_ids:
+        await _check_no_finished_twin(tx, ns, [i for i in custom_ids if i in inserted])
     result = list(plan.ids)
     skipped = [i for i, job_id in enumerate(plan.ids) if job_id not in inserted]
     if skipped:
-        await _resolve_skipped(tx, ns, plan, skipped, result)
+        await _resolve_skipped(tx, ns, plan, skipped, result, retained)
     if plan.is_graph:
         await _write_edges(tx, ns, plan, inserted)
     return result
+
+
+def _without(plan: _Plan, retained: set[str]) -> _Plan:
+    """The part of ``plan`` to insert: not the jobs whose custom id is retained."""
+    keep = [i for i, job_id in enumerate(plan.ids) if job_id not in retained]
+    return _Plan(
+        [plan.specs[i] for i in keep],
+        [plan.ids[i] for i in keep],
+        [plan.pending_deps[i] for i in keep],
+        [plan.has_dependents[i] for i in keep],
+    )
+
+
+async def _check_no_finished_twin(tx: Executor, ns: str, inserted_custom_ids: list[str]) -> None:
+    """A custom id just inserted must not also be finished (retained or not).
+
+    It is when the previous generation's final transaction committed while our
+    insert waited for its row: our snapshot did not see that finished row.
+    Starting again sees it, and decides by it (retained: return that job).
+    """
+    if inserted_custom_ids and await tx.fetch(Q.job_finished_ids, ns, inserted_custom_ids):
+        raise TransientConflict("the job of this custom id finished meanwhile")
 
 
 async def _replace_owner(tx: Executor, ns: str, spec: JobSpec) -> None:
@@ -261,7 +292,7 @@ async def _resolve_external_targets(tx: Executor, ns: str, plan: _Plan) -> None:
 
 
 async def _resolve_skipped(
-    tx: Executor, ns: str, plan: _Plan, skipped: list[int], result: list[str]
+    tx: Executor, ns: str, plan: _Plan, skipped: list[int], result: list[str], retained: set[str]
 ) -> None:
     specs = plan.specs
     rows = await tx.fetch(
@@ -276,6 +307,8 @@ async def _resolve_skipped(
     for i in skipped:
         spec = specs[i]
         owner = owners.get(i)
+        if owner is None and plan.ids[i] in retained:
+            owner = (plan.ids[i], "id")  # the finished job keeps its custom id
         if owner is None:
             # The holder finished between our insert and this read: try again.
             raise TransientConflict("the conflicting job finished meanwhile")

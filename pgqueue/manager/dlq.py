@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from pgqueue.errors import InvalidState, ValidationError
+from pgqueue.errors import DuplicateJob, InvalidState, ValidationError
 from pgqueue.manager import dlq_reads, queue_settings, redrive
 from pgqueue.manager.base import ManagerBase
 from pgqueue.manager.dlq_models import DlqAuditRecord, DlqEntry, DlqStats
@@ -124,7 +124,10 @@ class DlqOps(ManagerBase):
         return result.count
 
     async def retry_job(self, job_id: str, *, actor: str, why: str | None = None) -> bool:
-        """Redrive one dead-lettered job by id (whatever its queue); False if not in the DLQ."""
+        """Redrive one dead-lettered job by id (whatever its queue); False if not in the DLQ.
+
+        Raises :class:`DuplicateJob` when a live job holds the id (the entry stays).
+        """
         validate_job_id(job_id, "jobId")
         actor = validate_actor(actor)
         why = validate_why(why)
@@ -134,6 +137,10 @@ class DlqOps(ManagerBase):
         result = await redrive.redrive_entries(
             self.ctx, queue, build_filter(job_ids=[job_id]), action="redrive", actor=actor, why=why
         )
+        if result.skipped:
+            raise DuplicateJob(
+                f"Job {job_id} stays in the DLQ: a live job holds its id", existing_id=job_id
+            )
         return result.count == 1
 
     async def purge_dlq(

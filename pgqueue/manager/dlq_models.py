@@ -7,7 +7,7 @@ caller encodes as it encodes any job).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from pgqueue.manager.models import Job
@@ -108,10 +108,15 @@ class DlqAuditRecord:
 
 @dataclass(frozen=True, slots=True)
 class RedriveResult:
-    """The jobs one operation moved or deleted, and its audit row id (if any)."""
+    """The jobs one operation moved or deleted, and its audit row id (if any).
+
+    ``skipped``: entries a redrive left in the DLQ because a live job holds
+    their id (their neighbours moved; the ``dlq_audit`` event lists them too).
+    """
 
     job_ids: list[str]
     audit_id: int | None
+    skipped: list[str] = field(default_factory=list)
 
     @property
     def count(self) -> int:

@@ -16,11 +16,14 @@ its unique key is cleared.  Clearing the key is deliberate: dedup guards
 admission, and while the job sat in the DLQ another job may have taken the
 key; a redrive is an operator's decision about one known job, never a
 duplicate admission.  A job whose dependencies are still unresolved goes
-back to ``waiting-children``.
+back to ``waiting-children``.  An entry whose id a live job holds (a custom
+id re-admitted beside it, e.g. by an older version) is skipped and stays in
+the DLQ: the others move, and the result names the skipped ones.
 """
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 import orjson
@@ -35,6 +38,8 @@ from pgqueue.manager.dlq_reads import DEFAULT_DLQ_CONFIG_JSON
 from pgqueue.manager.lost_dependencies import drop_dangling_edges
 
 __all__ = ["REDRIVE_ACTIONS", "REMOVE_ACTIONS", "delete_entries", "entry_queue", "redrive_entries"]
+
+log = logging.getLogger("pgqueue.dlq")
 
 REDRIVE_ACTIONS = ("redrive", "auto_retry")
 REMOVE_ACTIONS = ("purge", "remove", "expire")
@@ -68,7 +73,16 @@ async def _run(
         audit_when_empty,
     )
     assert row is not None
-    return RedriveResult(job_ids=list(row["ids"]), audit_id=row["audit_id"])
+    skipped = list(row.get("skipped") or ())
+    if skipped:
+        log.warning(
+            "%s of queue %s left %d DLQ entries whose id a live job holds: %s",
+            action,
+            queue,
+            len(skipped),
+            ", ".join(skipped[:20]),
+        )
+    return RedriveResult(job_ids=list(row["ids"]), audit_id=row["audit_id"], skipped=skipped)
 
 
 async def redrive_entries(

@@ -50,6 +50,7 @@ class BrokerSettings:
     max_http_body_bytes: int = HTTP_BODY_BYTES_DEFAULT
     sse_keepalive_ms: int = 15_000
     readiness_timeout_ms: int = 2_000
+    max_request_age_ms: int = 30_000
 
     def validate(self) -> BrokerSettings:
         for name, port in (("tcp_port", self.tcp_port), ("http_port", self.http_port)):
@@ -65,6 +66,8 @@ class BrokerSettings:
             raise ConfigError("max_http_body_bytes must be at least 1024")
         if self.sse_keepalive_ms < 100:
             raise ConfigError("sse_keepalive_ms must be at least 100")
+        if self.max_request_age_ms < 0:
+            raise ConfigError("max_request_age_ms must be at least 0")
         if self.readiness_timeout_ms < 50:
             raise ConfigError("readiness_timeout_ms must be at least 50")
         names = [t.name for t in self.auth_tokens]

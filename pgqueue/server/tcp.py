@@ -8,6 +8,11 @@ partial frame held longer than ``idle_partial_frame_ms`` ends the connection
 (slowloris); a client that does not read its answers ends it when the write
 buffer passes ``max_write_buffer_bytes``.  Garbage gets an error frame; every
 other connection is unaffected.
+
+A request is served only while its connection is alive and it is younger than
+its deadline (:mod:`pgqueue.server.freshness`): a stale one is refused with
+``Request expired ...`` (or, its connection gone, not answered at all) and
+changes nothing.
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 from pgqueue.errors import FrameTooLarge, ProtocolError
 from pgqueue.protocol import FrameReader, encode_frame, pack, unpack
 from pgqueue.server.dispatch import dispatch, error_response
+from pgqueue.server.freshness import LoopWatch, peer_closed, request_deadline_ms
 from pgqueue.server.request import ClientState
 
 if TYPE_CHECKING:
@@ -46,6 +52,7 @@ class TcpConnection:
         self._slots = asyncio.Semaphore(settings.max_inflight_per_connection)
         self._tasks: set[asyncio.Task[None]] = set()
         self.peer = writer.get_extra_info("peername")
+        self._last_read = asyncio.get_running_loop().time()
 
     def send(self, message: dict[str, Any]) -> None:
         """Write one frame (answers and event frames); drop a client that does not read."""
@@ -85,9 +92,13 @@ class TcpConnection:
                     with contextlib.suppress(ConnectionError):
                         await self.writer.drain()
                     break
+                now = asyncio.get_running_loop().time()
+                arrived = self.broker.tcp.loop_watch.earliest_arrival(now, self._last_read)
+                self._last_read = now
+                gone = bool(bodies) and self._peer_gone()
                 for body in bodies:
                     await self._slots.acquire()
-                    task = asyncio.create_task(self._serve_frame(body))
+                    task = asyncio.create_task(self._serve_frame(body, arrived, gone))
                     self._tasks.add(task)
                     task.add_done_callback(self._finished)
         except (ConnectionError, asyncio.IncompleteReadError):
@@ -99,13 +110,50 @@ class TcpConnection:
         self._tasks.discard(task)
         self._slots.release()
 
-    async def _serve_frame(self, body: bytes) -> None:
+    def _peer_gone(self) -> bool:
+        """The client closed (or reset) its end: nobody waits for these answers."""
+        return self.reader.at_eof() or peer_closed(self.writer.get_extra_info("socket"))
+
+    async def _serve_frame(self, body: bytes, arrived: float, gone: bool) -> None:
         try:
             msg = unpack(body)
         except ProtocolError as exc:
             self.send(error_response(exc.message, None))
             return
+        if not self._fresh(msg, arrived, gone):
+            return
         self.send(await dispatch(self.broker, self.client, msg))
+
+    def _fresh(self, msg: dict[str, Any], arrived: float, gone: bool) -> bool:
+        """Whether to serve ``msg``; answers (or drops) a stale one."""
+        cmd = msg.get("cmd")
+        if gone or self.client.closed:
+            log.warning("not executed: %s from %s, whose connection is gone", cmd, self.peer)
+            return False
+        req_id = msg.get("reqId") if isinstance(msg.get("reqId"), str) else None
+        try:
+            deadline = request_deadline_ms(msg, self.broker.settings.max_request_age_ms)
+        except ValueError as exc:
+            self.send(error_response(str(exc), req_id))
+            return False
+        age = (asyncio.get_running_loop().time() - arrived) * 1000
+        if deadline is None or age <= deadline:
+            return True
+        log.warning(
+            "not executed: %s from %s expired (%.0f ms old, deadline %.0f ms)",
+            cmd,
+            self.peer,
+            age,
+            deadline,
+        )
+        self.send(
+            error_response(
+                f"Request expired: {age:.0f} ms old, past its {deadline:.0f} ms deadline;"
+                " nothing was done",
+                req_id,
+            )
+        )
+        return False
 
     async def wait_idle(self) -> None:
         """Wait until no request of this connection is being served."""
@@ -130,10 +178,12 @@ class TcpServer:
         self.connections: set[TcpConnection] = set()
         self._handlers: set[asyncio.Task[None]] = set()
         self.port = 0
+        self.loop_watch = LoopWatch()
 
     async def start(self, host: str, port: int) -> int:
         self._server = await asyncio.start_server(self._accept, host, port, limit=2**20)
         self.port = self._server.sockets[0].getsockname()[1]
+        self.loop_watch.start()
         return self.port
 
     async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
@@ -168,3 +218,4 @@ class TcpServer:
             await asyncio.wait(set(self._handlers), timeout=10)
         if self._server is not None:
             await self._server.wait_closed()
+        await self.loop_watch.stop()

@@ -10,7 +10,8 @@
 -- backoff_type, backoff_ms, backoff_max_ms, timeout_ms, ttl_ms,
 -- stall_timeout_ms, remove_on_complete, remove_on_fail, custom_id, unique_key,
 -- unique_ttl_ms, group_id, parent_id, parent_queue, pending_deps,
--- has_dependents, opts, created_at_ms (NULL = now).
+-- has_dependents, opts, created_at_ms (NULL = now; the client's clock, shown
+-- as createdAt only: the TTL deadline counts from the database clock).
 WITH input AS (
     SELECT *
     FROM unnest($2::text[], $3::text[], $4::text[], $5::jsonb[], $6::int[], $7::bool[], $8::bigint[], $9::int[], $10::text[], $11::bigint[], $12::bigint[], $13::bigint[], $14::bigint[], $15::bigint[], $16::bool[], $17::bool[], $18::text[], $19::text[], $20::bigint[], $21::text[], $22::text[], $23::text[], $24::int[], $25::bool[], $26::jsonb[], $27::float8[])
@@ -60,7 +61,7 @@ WITH input AS (
            CASE WHEN s.lifo THEN nextval('pgqueue_lifo_seq') END,
            statement_timestamp() + s.delay_ms * interval '1 millisecond',
            s.created_at,
-           s.created_at + s.ttl_ms * interval '1 millisecond',
+           statement_timestamp() + s.ttl_ms * interval '1 millisecond',
            s.max_attempts, s.backoff_type, s.backoff_ms, s.backoff_max_ms,
            s.timeout_ms, s.ttl_ms, s.stall_timeout_ms, s.remove_on_complete,
            s.remove_on_fail, s.custom_id, s.unique_key,
@@ -100,16 +101,34 @@ SELECT n.id
 FROM inserted n, (SELECT count(*) FROM notified) AS hint
 
 -- name: job_retire_finished_generations
--- A custom id reused after its job finished starts a new generation: delete
--- the finished row and its DLQ entry.  $1 namespace, $2 ids.
-WITH retired AS (
-    DELETE FROM pgqueue_finished
-    WHERE namespace = $1 AND id = ANY($2::text[])
-    RETURNING id
+-- Custom ids $2 that name finished jobs.  A job still retained (completed or
+-- failed, not removed) keeps its id, and so does the hidden completion proof
+-- of a removed child whose parent is still live (the parent reads its
+-- result); every other proof is deleted, so that the id starts a new
+-- generation.  The rows read are locked.  $1 namespace.  Returns the ids kept.
+WITH finished AS (
+    SELECT f.id, f.removed,
+           (f.state = 'completed' AND f.parent_id IS NOT NULL
+            AND EXISTS (SELECT 1 FROM pgqueue_jobs p
+                        WHERE p.namespace = $1 AND p.id = f.parent_id)) AS needed
+    FROM pgqueue_finished f
+    WHERE f.namespace = $1 AND f.id = ANY($2::text[])
+    FOR UPDATE OF f
+), retired AS (
+    DELETE FROM pgqueue_finished f
+    USING finished r
+    WHERE f.namespace = $1 AND f.id = r.id AND r.removed AND NOT r.needed
+    RETURNING f.id
+), dlq AS (
+    DELETE FROM pgqueue_dlq d USING retired r WHERE d.namespace = $1 AND d.job_id = r.id
 )
-DELETE FROM pgqueue_dlq d
-USING retired r
-WHERE d.namespace = $1 AND d.job_id = r.id
+SELECT r.id FROM finished r WHERE NOT r.removed OR r.needed
+
+-- name: job_finished_ids
+-- Which of the ids $2 name a finished row (any state, removed or not).  After
+-- an insert of custom ids: a row seen here finished in a transaction that
+-- committed while the insert waited.  $1 namespace.
+SELECT id FROM pgqueue_finished WHERE namespace = $1 AND id = ANY($2::text[])
 
 -- name: job_unique_keys_release_expired
 -- Free live unique keys whose dedup TTL has passed, so a new job may take them.

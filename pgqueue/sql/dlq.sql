@@ -65,14 +65,20 @@ SELECT queue FROM pgqueue_dlq WHERE namespace = $1 AND job_id = $2
 -- window), delete their entries and failed rows, and write one 'redriven'
 -- event per job, ONE audit row and one 'dlq_audit' event, with one NOTIFY
 -- hint: all in this statement.  Entries locked by a concurrent operation are
--- skipped, so concurrent redrives move each job once.  Selection as in
--- dlq_list ($3..$8), oldest first, at most $9 (NULL: all).  $1 namespace,
--- $10 default DLQ config, $11 action ('redrive' | 'auto_retry': an
--- auto-retry extends the job's retry chain, a redrive starts a new one),
--- $12 actor, $13 why, $14 the filter as recorded (jsonb), $15 audit even
--- when nothing moved.  Returns the moved ids and the audit row.
+-- skipped, so concurrent redrives move each job once.  An entry whose id a
+-- live job holds is skipped too and stays in the DLQ (it is listed in
+-- 'skipped'; its neighbours move): the live job is picked last under the
+-- limit, and a live job committed meanwhile makes its insert do nothing.
+-- Selection as in dlq_list ($3..$8), oldest first, at most $9 (NULL: all).
+-- $1 namespace, $10 default DLQ config, $11 action ('redrive' |
+-- 'auto_retry': an auto-retry extends the job's retry chain, a redrive
+-- starts a new one), $12 actor, $13 why, $14 the filter as recorded (jsonb),
+-- $15 audit even when nothing moved.  Returns the moved ids, the skipped
+-- ids and the audit row.
 WITH picked AS (
-    SELECT d.job_id
+    SELECT d.job_id, d.retry_count, d.entered_at,
+           EXISTS (SELECT 1 FROM pgqueue_jobs j
+                   WHERE j.namespace = $1 AND j.id = d.job_id) AS held
     FROM pgqueue_dlq d
     LEFT JOIN pgqueue_queues q ON q.namespace = d.namespace AND q.queue = d.queue
     CROSS JOIN LATERAL (SELECT $10::jsonb || coalesce(q.dlq_config, '{}'::jsonb) AS config) c
@@ -87,19 +93,14 @@ WITH picked AS (
                   <= statement_timestamp(), false))
       AND ($8::boolean IS NULL OR $8::boolean = coalesce(
               pgqueue_dlq_expires_at(d.entered_at, c.config) <= statement_timestamp(), false))
-    ORDER BY d.entered_at, d.job_id
+    ORDER BY held, d.entered_at, d.job_id
     LIMIT $9
     FOR UPDATE OF d SKIP LOCKED
-), entries AS (
-    DELETE FROM pgqueue_dlq d
-    USING picked p
-    WHERE d.namespace = $1 AND d.job_id = p.job_id
-    RETURNING d.job_id, d.retry_count, d.entered_at
-), failed AS (
-    DELETE FROM pgqueue_finished f
-    USING entries e
-    WHERE f.namespace = $1 AND f.id = e.job_id AND f.state = 'failed'
-    RETURNING f.*, e.retry_count AS entry_retry_count, e.entered_at AS entry_entered_at
+), source AS (
+    SELECT f.*, p.retry_count AS entry_retry_count, p.entered_at AS entry_entered_at
+    FROM picked p
+    JOIN pgqueue_finished f ON f.namespace = $1 AND f.id = p.job_id AND f.state = 'failed'
+    WHERE NOT p.held
 ), moved AS (
     INSERT INTO pgqueue_jobs (
         namespace, id, queue, name, data, state, priority, lifo, lifo_seq, run_at,
@@ -124,11 +125,27 @@ WITH picked AS (
            CASE WHEN $11::text = 'auto_retry' THEN f.entry_retry_count + 1 ELSE 0 END,
            CASE WHEN $11::text = 'auto_retry' THEN statement_timestamp() END,
            CASE WHEN $11::text = 'auto_retry' THEN f.entry_entered_at END
-    FROM failed f
+    FROM source f
     CROSS JOIN LATERAL (SELECT count(*)::int AS n FROM pgqueue_dependencies w
                         WHERE w.namespace = $1 AND w.job_id = f.id) deps
     ORDER BY f.entry_entered_at, f.id
+    ON CONFLICT DO NOTHING
     RETURNING id, queue, state
+), skipped AS (
+    -- Entries left in the DLQ: their id is held by a live job.  (An entry
+    -- without its failed row is stale and simply goes.)
+    SELECT p.job_id FROM picked p
+    WHERE p.job_id NOT IN (SELECT m.id FROM moved m)
+      AND (p.held OR p.job_id IN (SELECT s.id FROM source s))
+), entries AS (
+    DELETE FROM pgqueue_dlq d
+    USING picked p
+    WHERE d.namespace = $1 AND d.job_id = p.job_id
+      AND p.job_id NOT IN (SELECT s.job_id FROM skipped s)
+), failed AS (
+    DELETE FROM pgqueue_finished f
+    USING moved m
+    WHERE f.namespace = $1 AND f.id = m.id AND f.state = 'failed'
 ), audit AS (
     INSERT INTO pgqueue_dlq_audit (namespace, actor, action, queue, job_ids, filter, reason,
                                    count)
@@ -149,7 +166,10 @@ WITH picked AS (
            jsonb_build_object('id', a.id, 'action', a.action, 'actor', a.actor,
                               'count', a.count, 'reason', a.reason, 'filter', a.filter,
                               'jobIds', to_jsonb(a.job_ids[1:100]),
-                              'jobIdsTruncated', cardinality(a.job_ids) > 100)
+                              'jobIdsTruncated', cardinality(a.job_ids) > 100,
+                              'skipped', (SELECT coalesce(jsonb_agg(s.job_id ORDER BY s.job_id
+                                                                    ), '[]'::jsonb)
+                                          FROM skipped s))
     FROM audit a
     RETURNING id, queue
 ), notified AS (
@@ -161,6 +181,7 @@ WITH picked AS (
     HAVING count(*) > 0
 )
 SELECT coalesce((SELECT array_agg(m.id ORDER BY m.id) FROM moved m), '{}') AS ids,
+       coalesce((SELECT array_agg(s.job_id ORDER BY s.job_id) FROM skipped s), '{}') AS skipped,
        a.id AS audit_id, a.at AS audit_at
 FROM (SELECT count(*) FROM notified) AS hint
 LEFT JOIN audit a ON true

@@ -88,13 +88,16 @@ async def test_custom_id_inside_one_batch_makes_one_job(
     assert await count_rows(db_dsn, "pgqueue_jobs", namespace) == 1
 
 
-async def test_custom_id_of_a_finished_job_starts_a_new_generation(
+async def test_custom_id_of_a_removed_finished_job_starts_a_new_generation(
     manager: PostgresQueueManager,
 ) -> None:
     await manager.push("q", "a", 1, job_id="gen")
     [claim] = await manager.pull_batch("q", 1)
     await manager.ack(claim.id, claim.token, "first")
     assert await manager.get_state("gen") == "completed"
+    assert await manager.push("q", "a", 2, job_id="gen") == "gen"
+    assert await manager.get_state("gen") == "completed", "retained: the push returns it"
+    await manager.remove("gen")
     assert await manager.push("q", "a", 2, job_id="gen") == "gen"
     job = await manager.get_job("gen")
     assert job is not None and (job.state, job.data) == ("waiting", 2)

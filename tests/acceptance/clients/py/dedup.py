@@ -4,7 +4,8 @@
 - add_bulk with job_id X again + a new Y (PUSHB entries with ``customId``) → [X, Y];
 - deduplication={"id": key} (``uniqueKey``) twice → the same id;
 - get_job_by_custom_id(X) finds it;
-- after X completed, add(job_id=X) again → same id, state waiting (new generation).
+- after X completed, add(job_id=X) again → same id (the retained job; a new generation
+  starts only once the job was removed).
 """
 
 from __future__ import annotations

@@ -4,8 +4,8 @@
  *  - addBulk() containing that jobId again (+ a new one) → existing id + new id;
  *  - five concurrent add()s with another jobId (auto-batched into PUSHB) → one job;
  *  - deduplication: {id} (uniqueKey) twice → one job;
- *  - after the jobId's job completed, add() with the same jobId → a new generation
- *    (same id, state waiting again).
+ *  - after the jobId's job completed, add() with the same jobId → the same id (the
+ *    retained job; a new generation starts only once the job was removed).
  */
 import { assert, client, connection, countCommands, main, randomSuffix, waitFor } from './_common';
 
