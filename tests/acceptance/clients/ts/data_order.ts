@@ -49,7 +49,8 @@ main('data_order', async (env, partial) => {
 
   const stored = done as unknown as { data: unknown; returnvalue: unknown; toJSON?: () => { returnvalue?: unknown } };
   const storedReturn = JSON.stringify(stored.returnvalue);
-  const serialized = typeof stored.toJSON === 'function' ? stored.toJSON().returnvalue : undefined;
+  const raw = typeof stored.toJSON === 'function' ? stored.toJSON().returnvalue : undefined;
+  const serialized = raw === undefined || typeof raw === 'string' ? raw : JSON.stringify(raw);
   const childValues = Object.values(parentSaw ?? {}).map((v) => JSON.stringify(v));
   assert(storedReturn === JSON.stringify(result), `returnvalue read back as ${storedReturn}`);
   assert(serialized === undefined || serialized === JSON.stringify(result), `toJSON().returnvalue is ${String(serialized)}`);
