@@ -35,6 +35,9 @@ __all__ = ["Connection"]
 
 log = logging.getLogger("pgqueue.client")
 
+HELLO = {"protocolVersion": 3, "capabilities": ["pipelining", "separate-job-name", "int64"]}
+"""What the SDK says on every connection: bunqueue v3, and 64-bit integers exactly."""
+
 
 class Connection:
     """A pipelined protocol connection (use :meth:`open`)."""
@@ -50,6 +53,7 @@ class Connection:
         self.events: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
         self.closed = asyncio.Event()
         self.failure: BaseException | None = None
+        self.int64 = False  # the broker carries 64-bit integers exactly (its Hello says so)
         self._pump = asyncio.create_task(self._read_loop(), name=f"pgqueue:conn:{address}")
 
     @classmethod
@@ -62,11 +66,13 @@ class Connection:
         timeout: float = 10.0,
         probe: bool = False,
     ) -> Connection:
-        """Connect (and authenticate when ``token`` is given).
+        """Connect, authenticate when ``token`` is given, and say ``Hello``.
 
-        ``probe``: also wait for a ``Ping`` answer when there is no token to send,
-        so that a broker that accepts connections but does not serve them (stopped,
-        overloaded) fails here, within ``timeout``, rather than on the first request.
+        The ``Hello`` asks for 64-bit integers (capability ``int64``); a broker that
+        answers with the same capability gets and sends them exactly, others get
+        bunqueue's float64.  A broker that accepts connections but does not serve
+        them (stopped, overloaded) fails here, within ``timeout``.  ``probe`` is
+        kept for callers that ask for it; every connection is probed now.
         """
         try:
             async with asyncio.timeout(timeout):  # (wait_for can lose a cancellation)
@@ -77,8 +83,9 @@ class Connection:
         try:
             if token is not None:
                 await connection.call("Auth", {"token": token}, timeout=timeout)
-            elif probe:
-                await connection.call("Ping", timeout=timeout)
+            hello = await connection.call("Hello", HELLO, timeout=timeout)
+            capabilities = hello.get("capabilities")
+            connection.int64 = isinstance(capabilities, list) and "int64" in capabilities
         except RemoteError as exc:
             await connection.close()
             if token is None:  # the Ping was refused: "Not authenticated"
@@ -116,9 +123,13 @@ class Connection:
         if timeout is not None:
             envelope["reqTimeout"] = max(1, round(timeout * 1000))
         try:
-            frame = encode_frame(pack({**message, **envelope}))
+            frame = encode_frame(pack({**message, **envelope}, int64=self.int64))
         except (TypeError, ValueError, OverflowError) as exc:
-            raise ValidationError(f"{message.get('cmd')}: a value cannot be sent: {exc}") from exc
+            field = str(exc).split(":", 1)[0].split(".", 1)[0].split("[", 1)[0]
+            raise ValidationError(
+                f"{message.get('cmd')}: a value cannot be sent: {exc}",
+                field=field if field in message else None,
+            ) from exc
         future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
         self._waiting[req_id] = future
         try:

@@ -35,6 +35,8 @@ __all__ = ["EmbeddedTransport"]
 class EmbeddedTransport:
     """Implements :class:`~pgqueue.client.transport.Transport` on the engine."""
 
+    wide_ints = True
+
     def __init__(self, dsn: str, **settings: Any) -> None:
         settings.setdefault("namespace", "default")
         self.manager = PostgresQueueManager(Config(dsn=dsn, **settings))

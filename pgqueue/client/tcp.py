@@ -92,6 +92,8 @@ _COUNT_KEYS = (
 class TcpTransport:
     """Implements :class:`~pgqueue.client.transport.Transport` over brokers."""
 
+    wide_ints = False
+
     def __init__(
         self,
         settings: TcpSettings,

@@ -81,6 +81,9 @@ class TransportEvent:
 class Transport(Protocol):
     """The queue operations the SDK uses (see the module docstring)."""
 
+    wide_ints: bool
+    """Integers of any size travel exactly (embedded); else 64 bits (msgpack)."""
+
     async def start(self) -> None: ...
 
     async def close(self) -> None: ...

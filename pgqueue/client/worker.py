@@ -366,11 +366,14 @@ class Worker(TransportOwner):
         try:
             result = await self._call(job)
             if not job.completed_in_transaction:
+                # Refused here, the job fails at once with the reason (never an
+                # ACK that cannot be sent, or that fails its batch neighbours).
                 encode_json(
                     result,
                     label="result",
                     limit=MAX_PAYLOAD_BYTES_DEFAULT,
                     what="Job result",
+                    wide_ints=transport.wide_ints,
                 )
         except asyncio.CancelledError:
             self._slot_freed()

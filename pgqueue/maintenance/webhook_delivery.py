@@ -32,8 +32,7 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any
 
-import orjson
-
+from pgqueue import jsontext
 from pgqueue.db.executor import Executor, Row
 from pgqueue.db.queries import Q
 from pgqueue.db.retry import in_transaction
@@ -165,7 +164,7 @@ def _deliveries(rows: list[Row]) -> tuple[list[Any], ...]:
     for row in rows:
         if row["id"] is None:
             continue
-        payload = orjson.loads(row["payload"]) if row["payload"] else {}
+        payload = jsontext.loads(row["payload"]) if row["payload"] else {}
         for webhook_id in row["webhook_ids"]:
             delivery_id = uuid7()
             body = build_body(

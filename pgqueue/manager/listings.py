@@ -16,8 +16,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-import orjson
-
+from pgqueue import jsontext
 from pgqueue.db.queries import Q
 from pgqueue.errors import JobNotFound, ValidationError
 from pgqueue.manager import reads
@@ -148,7 +147,7 @@ async def wait_for_job(ctx: EngineContext, job_id: str, timeout_ms: int) -> tupl
             if row is None:
                 raise JobNotFound(job_id)
             if row["state"] == "completed":
-                return True, None if row["result"] is None else orjson.loads(row["result"])
+                return True, None if row["result"] is None else jsontext.loads(row["result"])
             if row["state"] == "failed":
                 return False, None
             remaining = deadline - loop.time()

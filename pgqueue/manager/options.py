@@ -16,8 +16,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import orjson
-
+from pgqueue import jsontext
 from pgqueue.errors import ValidationError
 
 __all__ = [
@@ -43,7 +42,6 @@ DEFAULT_BACKOFF_MAX_MS = 3_600_000
 _DAY_MS = 86_400_000
 _PRIORITY_LIMIT = 1_000_000
 _QUEUE_NAME = re.compile(r"^[a-zA-Z0-9_\-.:]+$")
-_NUL_ESCAPE = re.compile(r"(?<!\\)(?:\\\\)*\\u0000")
 
 DedupMode = str  # 'reject' | 'extend' | 'replace'
 
@@ -131,43 +129,34 @@ def validate_job_id(job_id: object, label: str = "jobId") -> str:
     return job_id
 
 
-def encode_json(value: Any, *, label: str, limit: int, what: str = "Job data") -> str:
-    """JSON text of ``value``; refuse what JSON or PostgreSQL jsonb cannot hold.
+def encode_json(
+    value: Any, *, label: str, limit: int, what: str = "Job data", wide_ints: bool = True
+) -> str:
+    """The JSON text of ``value``, stored as it is (see :mod:`pgqueue.jsontext`).
 
-    orjson does the common case; it writes NaN and infinities as ``null``, so a
-    result that contains ``null`` (and anything orjson refuses: integers beyond
-    64 bits, non-string keys, lone surrogates) goes through the strict standard
-    encoder, which refuses NaN and infinities instead of changing them.
+    Refuses, naming ``label``, what JSON cannot hold exactly: non-JSON values
+    (``datetime``, ``UUID``, ``Decimal``, Enum members, dataclasses), NaN and
+    infinities, NUL characters, nesting deeper than
+    :data:`~pgqueue.jsontext.JSON_MAX_DEPTH`, text over ``limit`` bytes and,
+    unless ``wide_ints`` (the TCP transport carries 64 bits), integers beyond
+    64 bits.  The same rules and messages on every transport.
     """
     if value is None:
         return "null"
-    try:
-        raw = orjson.dumps(value)
-    except (orjson.JSONEncodeError, RecursionError):
-        raw = None
-    if raw is None or b"null" in raw:
-        return _encode_strict(value, label=label, limit=limit, what=what)
-    if len(raw) > limit:
-        raise ValidationError(f"{what} too large ({len(raw)} bytes, max {limit})", field=label)
-    text = raw.decode("utf-8")
-    if "\\u0000" in text and _NUL_ESCAPE.search(text):
+    problem = jsontext.value_error(value, wide_ints=wide_ints)
+    if problem == jsontext.NUL_PROBLEM:
         raise ValidationError(f"{what} must not contain NUL characters", field=label)
-    return text
-
-
-def _encode_strict(value: Any, *, label: str, limit: int, what: str) -> str:
+    if problem is not None:
+        raise ValidationError(f"{what} must be JSON serializable: {problem}", field=label)
     try:
-        text = json.dumps(value, allow_nan=False, ensure_ascii=False, separators=(",", ":"))
-    except (TypeError, ValueError, RecursionError) as exc:
-        raise ValidationError(f"{what} must be JSON serializable", field=label) from exc
-    try:
-        size = len(text.encode("utf-8"))
+        text = jsontext.dumps(value)
     except UnicodeEncodeError as exc:
         raise ValidationError(f"{what} must be valid Unicode", field=label) from exc
+    except (TypeError, ValueError, RecursionError) as exc:
+        raise ValidationError(f"{what} must be JSON serializable: {exc}", field=label) from exc
+    size = len(text) if text.isascii() else len(text.encode("utf-8"))
     if size > limit:
         raise ValidationError(f"{what} too large ({size} bytes, max {limit})", field=label)
-    if "\\u0000" in text and _NUL_ESCAPE.search(text):
-        raise ValidationError(f"{what} must not contain NUL characters", field=label)
     return text
 
 

@@ -28,8 +28,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-import orjson
-
+from pgqueue import jsontext
 from pgqueue.config import Config
 from pgqueue.db.executor import Database, Row
 from pgqueue.db.queries import Q
@@ -112,7 +111,7 @@ class Event:
             queue=row["queue"],
             job_id=row["job_id"],
             type=row["type"],
-            payload=orjson.loads(payload) if payload else {},
+            payload=jsontext.loads(payload) if payload else {},
             timestamp=row["ts"],
         )
 

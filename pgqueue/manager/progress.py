@@ -17,8 +17,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-import orjson
-
+from pgqueue import jsontext
 from pgqueue.db.queries import Q
 from pgqueue.errors import JobNotFound, LeaseLost, ValidationError
 from pgqueue.manager.arguments import check_int, check_text, check_token
@@ -93,7 +92,7 @@ async def get_progress(ctx: EngineContext, job_id: str) -> tuple[Any, str | None
     row = await ctx.db.fetchrow(Q.job_progress_get, ctx.namespace, job_id)
     if row is None:
         raise JobNotFound(job_id)
-    progress = None if row["progress"] is None else orjson.loads(row["progress"])
+    progress = None if row["progress"] is None else jsontext.loads(row["progress"])
     return progress, row["progress_message"]
 
 

@@ -5,8 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-import orjson
-
+from pgqueue import jsontext
 from pgqueue.db.queries import Q
 from pgqueue.manager.context import EngineContext
 from pgqueue.manager.models import Job, JobCounts
@@ -52,7 +51,7 @@ async def get_result(ctx: EngineContext, job_id: str) -> Any:
     row = await ctx.db.fetchrow(Q.job_result_get, ctx.namespace, job_id)
     if row is None or row["state"] != "completed" or row["result"] is None:
         return NO_RESULT
-    return orjson.loads(row["result"])
+    return jsontext.loads(row["result"])
 
 
 async def get_counts(ctx: EngineContext, queue: str) -> JobCounts:
@@ -76,7 +75,7 @@ async def get_children_values(ctx: EngineContext, parent_id: str) -> dict[str, A
     return {
         f"{row['queue']}:{row['id']}": None
         if row["result"] is None
-        else orjson.loads(row["result"])
+        else jsontext.loads(row["result"])
         for row in rows
     }
 

@@ -5,8 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-import orjson
-
+from pgqueue import jsontext
 from pgqueue.db.executor import Row
 from pgqueue.manager.models import ClaimedJob, Job
 
@@ -19,7 +18,7 @@ def ms(value: datetime | None) -> float | None:
 
 
 def json_or_none(text: str | None) -> Any:
-    return None if text is None else orjson.loads(text)
+    return None if text is None else jsontext.loads(text)
 
 
 def reported_state(stored: str, run_at: datetime, priority: int, now: datetime) -> str:

@@ -31,8 +31,7 @@ import hmac
 from collections.abc import Mapping
 from typing import Any
 
-import orjson
-
+from pgqueue import jsontext
 from pgqueue.errors import ValidationError
 from pgqueue.manager.options import validate_queue_name
 
@@ -133,7 +132,7 @@ def build_body(
         body["data"] = dict(payload)
     body["deliveryId"] = delivery_id
     body["eventId"] = event_id
-    return orjson.dumps(body).decode()
+    return jsontext.dumps(body)
 
 
 def sign(body: bytes, secret: str) -> str:

@@ -12,6 +12,10 @@ our bytes read the same to them, and theirs to us (reference §1.2):
   undefined and reads an undefined array item as ``None``. :data:`UNDEFINED` is the
   same idea on the way out: a map value of ``UNDEFINED`` omits its key.
 - Map keys are strings, in both directions; ``__proto__`` is an ordinary key.
+- **pgqueue peers carry 64-bit integers exactly.** A pgqueue SDK connection says
+  ``int64`` in its ``Hello`` capabilities and the broker does too; both then
+  :func:`pack` with ``int64=True`` (msgpack's int64/uint64 formats, never float64)
+  so job data, results and progress keep their integers.  JS clients never ask.
 
 Everything here is pure; :mod:`pgqueue.protocol.framing` cuts the frames.
 """
@@ -25,6 +29,7 @@ from typing import Any, Final
 import msgpack
 
 from pgqueue.errors import ProtocolError
+from pgqueue.jsontext import INT64_MAX, INT64_MIN
 from pgqueue.protocol.framing import MAX_FRAME_SIZE
 
 __all__ = [
@@ -78,30 +83,30 @@ _PLAIN: Final = frozenset({str, float, bool, type(None), bytes})
 _CONTAINERS: Final = (dict, list, tuple)
 
 
-def pack(obj: object) -> bytes:
+def pack(obj: object, *, int64: bool = False) -> bytes:
     """Encode ``obj`` the way a bunqueue peer expects.
 
     Integers outside [-2**31, 2**32-1] become float64 (an integer beyond float range
-    raises ``OverflowError``); a map value of :data:`UNDEFINED` omits its key, an
-    array item of it is nil; tuples are arrays; ``bytes`` is bin; floats are always
-    float64. Map keys must be ``str`` (``TypeError`` otherwise). Anything else that
-    msgpack cannot encode (a ``datetime``, say) is a ``TypeError``: callers convert.
+    raises ``OverflowError``); with ``int64`` (a peer that said so in ``Hello``: the
+    pgqueue SDK and broker) integers of up to 64 bits travel exactly as msgpack
+    ints, and a wider one raises ``ValueError`` naming where it is (``data.n``).  A
+    map value of :data:`UNDEFINED` omits its key, an array item of it is nil;
+    tuples are arrays; ``bytes`` is bin; floats are always float64. Map keys must
+    be ``str`` (``TypeError`` otherwise). Anything else that msgpack cannot encode
+    (a ``datetime``, say) is a ``TypeError``: callers convert.
 
     The C packer does the encoding. A read-only pass first checks the keys and looks
     for the rare values that need changing; only then is a converted copy built.
     """
-    if _needs_rewrite(obj):
-        obj = _rewrite(obj, 1)
+    lo, hi = (INT64_MIN, INT64_MAX) if int64 else (JS_INT_MIN, JS_INT_MAX)
+    if _needs_rewrite(obj, lo, hi):
+        obj = _rewrite(obj, 1, lo, hi, "")
     packed: bytes = msgpack.packb(obj, use_bin_type=True)
     return packed
 
 
-def _is_wide_int(value: object) -> bool:
-    return (
-        isinstance(value, int)
-        and not isinstance(value, bool)
-        and not JS_INT_MIN <= value <= JS_INT_MAX
-    )
+def _is_wide_int(value: object, lo: int, hi: int) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and not lo <= value <= hi
 
 
 def _key_error(key: object) -> TypeError:
@@ -112,15 +117,15 @@ def _depth_error() -> ValueError:
     return ValueError(f"cannot encode data nested deeper than {MAX_ENCODE_DEPTH} levels")
 
 
-def _needs_rewrite(root: object) -> bool:
-    """Whether ``root`` holds a wide integer or :data:`UNDEFINED`.
+def _needs_rewrite(root: object, lo: int, hi: int) -> bool:
+    """Whether ``root`` holds an integer outside [lo, hi] or :data:`UNDEFINED`.
 
     Walks one nesting level at a time so the depth is known without recursion, and
     raises on a non-str key. Stops at the first value that needs changing:
     :func:`_rewrite` then checks the rest.
     """
     if not isinstance(root, _CONTAINERS):
-        return root is UNDEFINED or _is_wide_int(root)
+        return root is UNDEFINED or _is_wide_int(root, lo, hi)
     level: list[Any] = [root]
     depth = 0
     while level:
@@ -141,18 +146,19 @@ def _needs_rewrite(root: object) -> bool:
                 if kind in _PLAIN:
                     continue
                 if kind is int:
-                    if value < JS_INT_MIN or value > JS_INT_MAX:
+                    if value < lo or value > hi:
                         return True
                 elif kind is dict or kind is list or isinstance(value, _CONTAINERS):
                     below.append(value)
-                elif value is UNDEFINED or _is_wide_int(value):
+                elif value is UNDEFINED or _is_wide_int(value, lo, hi):
                     return True
         level = below
     return False
 
 
-def _rewrite(value: Any, depth: int) -> Any:
-    """A copy of ``value`` with wide integers as floats and UNDEFINED left out."""
+def _rewrite(value: Any, depth: int, lo: int, hi: int, path: str) -> Any:
+    """A copy of ``value`` with wide integers as floats (or refused, see :func:`pack`)
+    and UNDEFINED left out."""
     if isinstance(value, dict):
         if depth > MAX_ENCODE_DEPTH:
             raise _depth_error()
@@ -161,13 +167,18 @@ def _rewrite(value: Any, depth: int) -> Any:
             if not isinstance(key, str):
                 raise _key_error(key)
             if item is not UNDEFINED:
-                out[key] = _rewrite(item, depth + 1)
+                out[key] = _rewrite(item, depth + 1, lo, hi, f"{path}.{key}" if path else key)
         return out
     if isinstance(value, (list, tuple)):
         if depth > MAX_ENCODE_DEPTH:
             raise _depth_error()
-        return [None if item is UNDEFINED else _rewrite(item, depth + 1) for item in value]
-    if _is_wide_int(value):
+        return [
+            None if item is UNDEFINED else _rewrite(item, depth + 1, lo, hi, f"{path}[{i}]")
+            for i, item in enumerate(value)
+        ]
+    if _is_wide_int(value, lo, hi):
+        if hi == INT64_MAX:
+            raise ValueError(f"{path or 'value'}: integers beyond 64 bits cannot be sent")
         return float(value)
     return value
 

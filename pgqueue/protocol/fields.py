@@ -19,6 +19,7 @@ import math
 from collections.abc import Mapping
 from typing import Any, Final, cast, overload
 
+from pgqueue import jsontext
 from pgqueue.errors import ValidationError
 from pgqueue.protocol.names import job_id_error, job_name_error, js_length, queue_name_error
 
@@ -27,7 +28,7 @@ __all__ = ["JSON_MAX_DEPTH", "MAX_SAFE_INTEGER", "Fields", "json_value_error"]
 MAX_SAFE_INTEGER: Final = 2**53 - 1
 """JavaScript's ``Number.MAX_SAFE_INTEGER``: the default bound of :meth:`Fields.int_`."""
 
-JSON_MAX_DEPTH: Final = 100
+JSON_MAX_DEPTH: Final = jsontext.JSON_MAX_DEPTH
 """Deepest nesting :meth:`Fields.json_value` accepts (the codec allows 128 in all)."""
 
 
@@ -335,45 +336,6 @@ class Fields:
 
 
 def json_value_error(value: object, max_depth: int = JSON_MAX_DEPTH) -> str | None:
-    """Why ``value`` cannot be stored as JSON (PostgreSQL ``jsonb``), or None.
-
-    Refused: binary, NaN and infinities, undefined and other non-JSON values, keys that
-    are not strings, NUL in a string or key (``jsonb`` cannot hold ``\\u0000``), and
-    maps and arrays nested deeper than ``max_depth``. Walks one level at a time, so a
-    deep value costs no stack.
-    """
-    level: list[object] = [value]
-    depth = 0
-    while level:
-        below: list[object] = []
-        nested = False
-        for item in level:
-            if isinstance(item, str):
-                if "\x00" in item:
-                    return "strings must not contain NUL (\\u0000)"
-            elif item is None or isinstance(item, int):  # bool is an int
-                continue
-            elif isinstance(item, float):
-                if not math.isfinite(item):
-                    return "NaN and Infinity are not allowed"
-            elif isinstance(item, dict):
-                nested = True
-                for key in item:
-                    if not isinstance(key, str):
-                        return "object keys must be strings"
-                    if "\x00" in key:
-                        return "strings must not contain NUL (\\u0000)"
-                below.extend(item.values())
-            elif isinstance(item, (list, tuple)):
-                nested = True
-                below.extend(item)
-            elif isinstance(item, (bytes, bytearray, memoryview)):
-                return "binary values are not allowed"
-            else:
-                return f"{type(item).__name__} values are not allowed"
-        if nested:
-            depth += 1
-            if depth > max_depth:
-                return f"nested deeper than {max_depth} levels"
-        level = below
-    return None
+    """Why ``value`` cannot be stored as JSON, or None: :func:`pgqueue.jsontext.value_error`
+    (the SDK and the engine apply the same rules, with the same messages)."""
+    return jsontext.value_error(value, max_depth)

@@ -25,6 +25,8 @@ class ClientState:
     ``pulled`` maps the jobs claimed on this connection to their tokens: they go
     back to waiting when the connection closes (unless the pull said
     ``detach``).  ``workers`` are the worker registrations made on it.
+    ``int64``: the client said so in ``Hello``; answers carry 64-bit integers
+    exactly instead of as float64 (see :mod:`pgqueue.protocol.codec`).
     """
 
     transport: str = "tcp"
@@ -37,6 +39,7 @@ class ClientState:
     forwarder: asyncio.Task[None] | None = None
     send: Callable[[dict[str, Any]], None] | None = None
     closed: bool = False
+    int64: bool = False
 
 
 @dataclass(eq=False)

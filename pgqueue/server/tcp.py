@@ -59,8 +59,10 @@ class TcpConnection:
         if self.client.closed or self.writer.is_closing():
             return
         try:
-            body = pack(message)
-        except (TypeError, ValueError, OverflowError):
+            body = pack(message, int64=self.client.int64)
+        except ValueError as exc:  # an integer beyond 64 bits, say: the client learns where
+            body = pack(error_response(f"Cannot encode the answer: {exc}", message.get("reqId")))
+        except (TypeError, OverflowError):
             log.exception("cannot encode an answer")
             body = pack(error_response("Internal server error", message.get("reqId")))
         self.writer.write(encode_frame(body, max_frame_size=2**32 - 1))

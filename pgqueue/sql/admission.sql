@@ -14,13 +14,13 @@
 -- as createdAt only: the TTL deadline counts from the database clock).
 WITH input AS (
     SELECT *
-    FROM unnest($2::text[], $3::text[], $4::text[], $5::jsonb[], $6::int[], $7::bool[], $8::bigint[], $9::int[], $10::text[], $11::bigint[], $12::bigint[], $13::bigint[], $14::bigint[], $15::bigint[], $16::bool[], $17::bool[], $18::text[], $19::text[], $20::bigint[], $21::text[], $22::text[], $23::text[], $24::int[], $25::bool[], $26::jsonb[], $27::float8[])
+    FROM unnest($2::text[], $3::text[], $4::text[], $5::json[], $6::int[], $7::bool[], $8::bigint[], $9::int[], $10::text[], $11::bigint[], $12::bigint[], $13::bigint[], $14::bigint[], $15::bigint[], $16::bool[], $17::bool[], $18::text[], $19::text[], $20::bigint[], $21::text[], $22::text[], $23::text[], $24::int[], $25::bool[], $26::jsonb[], $27::float8[])
          WITH ORDINALITY AS t(id, queue, name, data, priority, lifo, delay_ms, max_attempts, backoff_type, backoff_ms, backoff_max_ms, timeout_ms, ttl_ms, stall_timeout_ms, remove_on_complete, remove_on_fail, custom_id, unique_key, unique_ttl_ms, group_id, parent_id, parent_queue, pending_deps, has_dependents, opts, created_at_ms, ord)
 ), stamped AS (
     SELECT i.id, i.ord,
            coalesce(i.queue, $28::text) AS queue,
            coalesce(i.name, $29::text) AS name,
-           coalesce(i.data, $30::jsonb) AS data,
+           coalesce(i.data, $30::json) AS data,
            coalesce(i.priority, $31::int) AS priority,
            coalesce(i.lifo, $32::bool) AS lifo,
            coalesce(i.delay_ms, $33::bigint) AS delay_ms,

@@ -14,8 +14,8 @@
 -- in a second statement with a fresh snapshot; see completion.py).
 WITH input AS (
     SELECT *
-    FROM unnest($2::text[], $3::text[], $4::bigint[], $5::text[], $6::text[], $7::jsonb[],
-                $8::text[], $9::text[], $10::jsonb[], $11::jsonb[], $12::int[], $15::bool[])
+    FROM unnest($2::text[], $3::text[], $4::bigint[], $5::text[], $6::text[], $7::json[],
+                $8::text[], $9::text[], $10::json[], $11::jsonb[], $12::int[], $15::bool[])
          WITH ORDINALITY AS t(id, token, fence, expected_state, outcome, result,
                               failed_reason, error, stacktrace, attempt_entry,
                               attempts_inc, remove, ord)
@@ -91,16 +91,16 @@ WITH input AS (
     SELECT $1, d.queue, d.id, d.outcome,
            CASE WHEN d.outcome = 'completed' THEN
                     CASE WHEN pg_column_size(d.result) <= 16384
-                         THEN jsonb_build_object('returnvalue', d.result)
-                         ELSE jsonb_build_object('returnvalueTruncated', true) END
-                    || jsonb_build_object('duration', (extract(epoch FROM
-                           statement_timestamp() - d.started_at) * 1000)::bigint)
-                ELSE jsonb_build_object('failedReason', d.error_text, 'reason', d.failed_reason,
-                                        'attemptsMade', d.new_attempts, 'terminal', true)
+                         THEN json_build_object('returnvalue', d.result, 'duration', (extract(
+                           epoch FROM statement_timestamp() - d.started_at) * 1000)::bigint)
+                         ELSE json_build_object('returnvalueTruncated', true, 'duration', (extract(
+                           epoch FROM statement_timestamp() - d.started_at) * 1000)::bigint) END
+                ELSE json_build_object('failedReason', d.error_text, 'reason', d.failed_reason,
+                                       'attemptsMade', d.new_attempts, 'terminal', true)
            END
     FROM done d
     UNION ALL
-    SELECT $1, d.queue, d.id, 'dlq', jsonb_build_object('reason', d.failed_reason)
+    SELECT $1, d.queue, d.id, 'dlq', json_build_object('reason', d.failed_reason)
     FROM done d
     WHERE d.outcome = 'failed' AND NOT d.removed
     RETURNING id, queue
@@ -142,7 +142,7 @@ FOR UPDATE OF j
 WITH input AS (
     SELECT *
     FROM unnest($2::text[], $3::bigint[], $4::text[], $5::bigint[], $6::int[], $7::int[],
-                $8::text[], $9::jsonb[], $10::jsonb[], $11::text[], $12::jsonb[], $13::text[])
+                $8::text[], $9::json[], $10::jsonb[], $11::text[], $12::json[], $13::text[])
          WITH ORDINALITY AS t(id, fence, expected_state, delay_ms, attempts_inc, stall_inc,
                               error, stacktrace, attempt_entry, event_type, event_payload,
                               token, ord)

@@ -154,7 +154,7 @@ FROM target t, (SELECT count(*) FROM notified) AS hint
 -- Replace a live job's data, with an 'updated' event.  $1 namespace, $2 id,
 -- $3 data (JSON text).  Returns the job's id (no row: no live job).
 WITH updated AS (
-    UPDATE pgqueue_jobs j SET data = $3::jsonb
+    UPDATE pgqueue_jobs j SET data = $3::json
     WHERE j.namespace = $1 AND j.id = $2
     RETURNING j.id, j.queue
 ), events AS (

@@ -110,7 +110,7 @@ WITH picked AS (
         parent_queue, pending_deps, has_dependents, stall_count, fence, progress,
         progress_message, attempt_log, last_error, stacktrace, opts, dlq_retry_count,
         dlq_last_retry_at, dlq_entered_at)
-    SELECT $1, f.id, f.queue, f.name, coalesce(f.data, 'null'::jsonb),
+    SELECT $1, f.id, f.queue, f.name, coalesce(f.data, 'null'::json),
            CASE WHEN deps.n > 0 THEN 'waiting-children' ELSE 'pending' END,
            f.priority, f.lifo, CASE WHEN f.lifo THEN nextval('pgqueue_lifo_seq') END,
            statement_timestamp(), f.created_at,

@@ -69,7 +69,7 @@ SELECT j.namespace, j.id, j.queue, j.name, j.data, j.state, j.priority, j.lifo, 
        j.ttl_ms, j.stall_timeout_ms, j.remove_on_complete, j.remove_on_fail, j.custom_id,
        j.unique_key, j.group_id, j.parent_id, j.parent_queue, j.pending_deps,
        j.stall_count, j.fence, j.lease_until, j.lease_owner, j.progress, j.progress_message,
-       j.attempt_log, NULL::jsonb AS result, NULL::text AS failed_reason, j.last_error AS error,
+       j.attempt_log, NULL::json AS result, NULL::text AS failed_reason, j.last_error AS error,
        j.stacktrace, j.opts, statement_timestamp() AS now
 FROM page p
 JOIN pgqueue_jobs j ON j.namespace = $1 AND j.id = p.id
@@ -158,7 +158,7 @@ SELECT j.namespace, j.id, j.queue, j.name, j.data, j.state, j.priority, j.lifo, 
        j.ttl_ms, j.stall_timeout_ms, j.remove_on_complete, j.remove_on_fail, j.custom_id,
        j.unique_key, j.group_id, j.parent_id, j.parent_queue, j.pending_deps,
        j.stall_count, j.fence, j.lease_until, j.lease_owner, j.progress, j.progress_message,
-       j.attempt_log, NULL::jsonb AS result, NULL::text AS failed_reason, j.last_error AS error,
+       j.attempt_log, NULL::json AS result, NULL::text AS failed_reason, j.last_error AS error,
        j.stacktrace, j.opts, statement_timestamp() AS now
 FROM page p
 JOIN pgqueue_jobs j ON j.namespace = $1 AND j.id = p.id
@@ -234,7 +234,7 @@ ORDER BY 1
 -- Where a job stands for a waiter: 'live', 'completed' or 'failed' (a
 -- completion hidden by removeOnComplete counts), its queue and result.
 -- $1 namespace, $2 id.  No row: unknown.
-SELECT 'live' AS state, j.queue, NULL::jsonb AS result
+SELECT 'live' AS state, j.queue, NULL::json AS result
 FROM pgqueue_jobs j WHERE j.namespace = $1 AND j.id = $2
 UNION ALL
 SELECT f.state, f.queue, f.result

@@ -7,7 +7,7 @@
 -- Returns the id (no row: nothing changed).
 WITH updated AS (
     UPDATE pgqueue_jobs j
-    SET progress = $3::jsonb,
+    SET progress = $3::json,
         progress_message = CASE WHEN $5::bool THEN $4::text ELSE j.progress_message END
     WHERE j.namespace = $1
       AND j.id = $2
@@ -22,9 +22,9 @@ WITH updated AS (
 ), events AS (
     INSERT INTO pgqueue_events (namespace, queue, job_id, type, payload)
     SELECT $1, u.queue, u.id, 'progress',
-           jsonb_build_object('progress', u.progress,
-                              'data', jsonb_build_object('progress', u.progress,
-                                                         'message', u.progress_message))
+           json_build_object('progress', u.progress,
+                             'data', json_build_object('progress', u.progress,
+                                                       'message', u.progress_message))
     FROM updated u
     RETURNING id, queue
 ), notified AS (

@@ -210,7 +210,7 @@ WITH picked AS (
         backoff_max_ms, timeout_ms, ttl_ms, stall_timeout_ms, remove_on_complete,
         remove_on_fail, custom_id, unique_key, group_id, parent_id, parent_queue,
         pending_deps, has_dependents, stall_count, fence, opts)
-    SELECT $1, p.id, p.queue, p.name, coalesce(p.data, 'null'::jsonb), 'pending', p.priority,
+    SELECT $1, p.id, p.queue, p.name, coalesce(p.data, 'null'::json), 'pending', p.priority,
            p.lifo, CASE WHEN p.lifo THEN nextval('pgqueue_lifo_seq') END,
            statement_timestamp(), p.created_at,
            statement_timestamp() + p.ttl_ms * interval '1 millisecond',

@@ -6,7 +6,7 @@ SELECT j.namespace, j.id, j.queue, j.name, j.data, j.state, j.priority, j.lifo, 
        j.ttl_ms, j.stall_timeout_ms, j.remove_on_complete, j.remove_on_fail, j.custom_id,
        j.unique_key, j.group_id, j.parent_id, j.parent_queue, j.pending_deps,
        j.stall_count, j.fence, j.lease_until, j.lease_owner, j.progress, j.progress_message,
-       j.attempt_log, NULL::jsonb AS result, NULL::text AS failed_reason, j.last_error AS error,
+       j.attempt_log, NULL::json AS result, NULL::text AS failed_reason, j.last_error AS error,
        j.stacktrace, j.opts, statement_timestamp() AS now
 FROM pgqueue_jobs j
 WHERE j.namespace = $1 AND j.id = $2
@@ -100,7 +100,7 @@ SELECT j.namespace, j.id, j.queue, j.name, j.data, j.state, j.priority, j.lifo, 
        j.ttl_ms, j.stall_timeout_ms, j.remove_on_complete, j.remove_on_fail, j.custom_id,
        j.unique_key, j.group_id, j.parent_id, j.parent_queue, j.pending_deps,
        j.stall_count, j.fence, j.lease_until, j.lease_owner, j.progress, j.progress_message,
-       j.attempt_log, NULL::jsonb AS result, NULL::text AS failed_reason, j.last_error AS error,
+       j.attempt_log, NULL::json AS result, NULL::text AS failed_reason, j.last_error AS error,
        j.stacktrace, j.opts, statement_timestamp() AS now
 FROM pgqueue_jobs j
 WHERE j.namespace = $1 AND j.id = ANY($2::text[])

@@ -65,7 +65,7 @@ async def test_connection_lost_after_commit_was_sent_is_indeterminate_and_retry_
         # The documented safe retry: the same custom id again.
         assert await manager.push("q", "n", {"n": 2}, job_id="order-1") == "order-1"
     rows = await sql(db_dsn, "SELECT data FROM pgqueue_jobs WHERE namespace = $1", namespace)
-    assert [row["data"] for row in rows] == ['{"n": 1}']
+    assert [row["data"] for row in rows] == ['{"n":1}']
 
 
 async def test_manager_refuses_a_server_running_with_fsync_off(tmp_path: Path) -> None:

@@ -269,7 +269,7 @@ def test_a_prefix_goes_before_every_message() -> None:
     )
     with pytest.raises(ValidationError, match=r"^jobs\[1\]: Job name must be"):
         build_job_spec("q", "", None, max_payload_bytes=LIMIT, prefix="jobs[1]: ")
-    with pytest.raises(ValidationError, match=r"^jobs\[2\]: Job data must be JSON serializable$"):
+    with pytest.raises(ValidationError, match=r"^jobs\[2\]: Job data must be JSON serializable: "):
         build_job_spec("q", "n", {1, 2}, max_payload_bytes=LIMIT, prefix="jobs[2]: ")
 
 
@@ -378,14 +378,14 @@ def test_encode_json_is_compact_and_keeps_unicode() -> None:
 
 @pytest.mark.parametrize("value", [math.nan, math.inf, -math.inf, {"x": [math.nan]}])
 def test_encode_json_refuses_nan_and_infinity(value: Any) -> None:
-    with pytest.raises(ValidationError, match=r"^Job data must be JSON serializable$") as info:
+    with pytest.raises(ValidationError, match=r"^Job data must be JSON serializable: ") as info:
         encode_json(value, label="data", limit=100)
     assert info.value.field == "data"
 
 
 @pytest.mark.parametrize("value", [{1, 2}, object(), b"bytes", {"k": (lambda: 1)}])
 def test_encode_json_refuses_what_json_cannot_hold(value: Any) -> None:
-    with pytest.raises(ValidationError, match=r"^Job data must be JSON serializable$"):
+    with pytest.raises(ValidationError, match=r"^Job data must be JSON serializable: "):
         encode_json(value, label="data", limit=100)
 
 
@@ -393,7 +393,7 @@ def test_encode_json_refuses_nesting_deeper_than_the_encoder_can_walk() -> None:
     deep: list[Any] = []
     for _ in range(100_000):
         deep = [deep]
-    with pytest.raises(ValidationError, match=r"^Job data must be JSON serializable$"):
+    with pytest.raises(ValidationError, match=r"^Job data must be JSON serializable: "):
         encode_json(deep, label="data", limit=10**9)
 
 

@@ -11,7 +11,7 @@ from pgqueue.server.registry import command
 from pgqueue.server.request import Request
 
 PROTOCOL_VERSION = 3
-CAPABILITIES = ["pipelining", "separate-job-name"]
+CAPABILITIES = ["pipelining", "separate-job-name", "int64"]
 
 
 @command("Auth")
@@ -27,6 +27,11 @@ async def auth(req: Request) -> dict[str, Any] | None:
 
 @command("Hello")
 async def hello(req: Request) -> dict[str, Any]:
+    """Discovery; a client whose capabilities include ``int64`` gets 64-bit integers
+    exactly from now on (bunqueue's clients read msgpack int64 as BigInt: never them)."""
+    capabilities = req.fields.get("capabilities")
+    if isinstance(capabilities, list) and "int64" in capabilities:
+        req.client.int64 = True
     return {
         "protocolVersion": PROTOCOL_VERSION,
         "capabilities": CAPABILITIES,

@@ -13,8 +13,9 @@ from __future__ import annotations
 
 from typing import Any
 
-import orjson
 from starlette.requests import ClientDisconnect, Request
+
+from pgqueue import jsontext
 
 __all__ = ["BodyError", "is_json", "read_json_object"]
 
@@ -65,8 +66,8 @@ async def read_json_object(request: Request, limit: int) -> dict[str, Any]:
     if not raw.strip():
         return {}
     try:
-        value = orjson.loads(raw)
-    except orjson.JSONDecodeError as exc:
+        value = jsontext.loads(raw)  # integers exact at any size, keys in order
+    except (ValueError, RecursionError) as exc:
         raise BodyError(400, f"Invalid JSON body: {exc}") from None
     if not isinstance(value, dict):
         raise BodyError(400, "Request body must be a JSON object")

@@ -1,12 +1,14 @@
 """JSON out: the protocol's answer maps as HTTP bodies.
 
 Integer map keys (``GetCountsPerPriority``) become strings; binary values
-(which a msgpack client may have stored) become base64 text.
+(which a msgpack client may have stored) become base64 text; integers beyond
+64 bits are written exactly (by the standard library's encoder).
 """
 
 from __future__ import annotations
 
 import base64
+import json
 from typing import Any
 
 import orjson
@@ -26,4 +28,9 @@ def _fallback(value: Any) -> Any:
 
 def dumps(value: Any) -> bytes:
     """``value`` as JSON bytes (raises ``TypeError`` for what JSON cannot carry)."""
-    return orjson.dumps(value, default=_fallback, option=_OPTIONS)
+    try:
+        return orjson.dumps(value, default=_fallback, option=_OPTIONS)
+    except orjson.JSONEncodeError:
+        pass  # an integer beyond 64 bits (stored exactly by an embedded client)
+    text = json.dumps(value, default=_fallback, allow_nan=False, separators=(",", ":"))
+    return text.encode("utf-8")
