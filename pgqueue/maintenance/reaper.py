@@ -1,4 +1,4 @@
-"""The reaper: expired leases and expired TTLs, on the leader, on the database clock.
+"""The reaper: expired leases and expired TTLs, on every broker, on the database clock.
 
 An active job whose lease ended was abandoned (its worker or broker died or
 froze) or ran past its ``timeout``.  The reaper locks such jobs with ``SKIP
@@ -8,6 +8,11 @@ worker acking at the same instant either wins the row or is rejected.
 
 Pending jobs whose TTL passed are dead-lettered with reason ``ttl_expired``
 (nothing admitted is silently dropped).
+
+Every live broker sweeps, not only the maintenance leader: lease recovery
+(G6) must not wait for a dead leader's seat to expire, and the locking with
+``SKIP LOCKED`` plus the compare-and-set make concurrent sweeps safe.  Only
+the purge of stale session rows stays with the leader.
 """
 
 from __future__ import annotations
@@ -193,7 +198,8 @@ async def reap_once(ctx: EngineContext) -> ReapReport:
 
 
 class Reaper(Service):
-    """Runs :func:`reap_once` every ``reaper_interval_ms`` while this broker leads."""
+    """Runs :func:`reap_once` every ``reaper_interval_ms`` while this broker's
+    session is live; the leader also purges stale session rows."""
 
     name = "reaper"
 
@@ -210,11 +216,13 @@ class Reaper(Service):
         interval = self._ctx.config.reaper_interval_ms / 1000
         purge_every = max(1, int(60_000 / self._ctx.config.reaper_interval_ms))
         while True:
-            await self._elector.is_leader.wait()
+            if self._ctx.session.fenced.is_set():
+                await asyncio.sleep(interval)  # a fenced broker writes nothing
+                continue
             try:
                 self.last_report = await reap_once(self._ctx)
                 self.sweeps += 1
-                if self.sweeps % purge_every == 0:
+                if self._elector.is_leader.is_set() and self.sweeps % purge_every == 0:
                     await self._ctx.db.execute(
                         Q.session_purge_stale,
                         self._ctx.namespace,
