@@ -52,7 +52,8 @@ class Service:
             raise
         except BaseException as exc:
             self.failure = exc
-            log.exception("%s stopped with an error", self.name)
+            if self.started.is_set():  # before that, start() raises it to its caller
+                log.exception("%s stopped with an error", self.name)
             raise
         finally:
             self.stopped.set()
