@@ -154,7 +154,8 @@ class BrokerSession(Service):
             raise BrokerFenced(f'broker "{self.broker_id}" is fenced: its session was taken over')
 
     async def run(self) -> None:
-        await self.register()
+        if not self.started.is_set():  # a restart keeps the session it registered
+            await self.register()
         self.started.set()
         interval = self._config.session_heartbeat_ms / 1000
         while not self.fenced.is_set():
