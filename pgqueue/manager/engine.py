@@ -54,6 +54,7 @@ from pgqueue.manager.options import JobSpec, build_job_spec, validate_queue_name
 from pgqueue.manager.outbox import OutboxReader, ResumeToken, Subscription
 from pgqueue.manager.sessions import BrokerSession
 from pgqueue.manager.webhooks import WebhookOps
+from pgqueue.service import Service
 
 __all__ = ["PostgresQueueManager"]
 
@@ -141,6 +142,20 @@ class PostgresQueueManager(ControlOps, DlqOps, WebhookOps, ManagerBase):
         except BaseException:
             await self._shutdown(release_leases=False)
             raise
+
+    def services(self) -> list[Service]:
+        """Every long-lived service this manager started (for health and metrics)."""
+        ctx = self._ctx
+        parts: list[Service | None] = [
+            *((ctx.session, ctx.notifier) if ctx is not None else ()),
+            self.elector,
+            self.reaper,
+            self.dlq_upkeep,
+            self.retention,
+            self.webhook_delivery,
+            self.outbox,
+        ]
+        return [service for service in parts if service is not None]
 
     async def _check_durability(self, db: Database) -> None:
         row = await db.fetchrow(Q.server_durability_get)

@@ -102,12 +102,14 @@ class Notifier(Service):
     # -- hooks ------------------------------------------------------------
 
     def on_events(self, hook: EventHint) -> None:
-        """Call ``hook(first_id, last_id)`` for every event range hinted."""
-        self._event_hooks.append(hook)
+        """Call ``hook(first_id, last_id)`` for every event range hinted (once per hook)."""
+        if hook not in self._event_hooks:
+            self._event_hooks.append(hook)
 
     def on_resync(self, hook: ResyncHook) -> None:
         """Call ``hook()`` after every (re)connect: hints may have been missed."""
-        self._resync_hooks.append(hook)
+        if hook not in self._resync_hooks:
+            self._resync_hooks.append(hook)
 
     def dispatch(self, payload: str) -> None:
         """Handle one NOTIFY payload (ignores other namespaces and garbage)."""

@@ -390,7 +390,8 @@ class OutboxReader(Service):
         return Cursor(int(xid), 2**63 - 1)
 
     async def run(self) -> None:
-        self.cursor = await self.start_cursor()
+        if not self.started.is_set():  # a supervised restart keeps the cursor
+            self.cursor = await self.start_cursor()
         self._notifier.on_events(self._hint)
         self._notifier.on_resync(self._resync)
         self.started.set()

@@ -1,11 +1,13 @@
 """Broker sessions: who may claim and renew, fenced on the database clock.
 
-Each manager registers ``(namespace, broker_id, session_id)``.  A live
-duplicate of the broker id is refused; a stale one (no heartbeat for
-``session_stale_ms``) is taken over.  The heartbeat renews the row every
-``session_heartbeat_ms``; when it finds the row gone or owned by another
-session the broker is *fenced*: claims, renewals and completions through it
-are refused in SQL (each statement checks the session) and here.
+Each manager registers ``(namespace, broker_id, session_id)`` with the
+process that holds it (:mod:`pgqueue.manager.liveness`).  A live duplicate of
+the broker id is refused; a stale one (no heartbeat for ``session_stale_ms``),
+or one whose process of this host is provably gone (kill -9), is taken over.
+The heartbeat renews the row every ``session_heartbeat_ms``; when it finds
+the row gone or owned by another session the broker is *fenced*: claims,
+renewals and completions through it are refused in SQL (each statement
+checks the session) and here.
 """
 
 from __future__ import annotations
@@ -20,11 +22,14 @@ from pgqueue.db.executor import Database
 from pgqueue.db.queries import Q
 from pgqueue.errors import BrokerFenced, BrokerIdInUse, PgQueueError
 from pgqueue.ids import uuid7
+from pgqueue.manager.liveness import ProcessIdentity, holder_status, this_process
 from pgqueue.service import Service
 
 __all__ = ["BrokerSession", "default_broker_id"]
 
 log = logging.getLogger("pgqueue.sessions")
+
+REGISTER_POLL_S = 0.5  # how often a waiting registration looks at the holder again
 
 
 def default_broker_id() -> str:
@@ -51,22 +56,85 @@ class BrokerSession(Service):
         return self._config.namespace
 
     async def register(self) -> None:
-        """Take the broker id, or raise :class:`BrokerIdInUse`."""
+        """Take the broker id, or raise :class:`BrokerIdInUse`.
+
+        Free or stale: taken at once.  Held by a process of this host that is
+        provably gone (kill -9): taken over at once.  Held by a live process of
+        this host: refused at once.  Held by a process this host cannot check:
+        wait while it stays silent (it goes stale after ``session_stale_ms``),
+        refused as soon as it renews its heartbeat.
+        """
+        me = this_process()
+        seen: tuple[str, float] | None = None
+        while True:
+            row = await self._db.fetchrow(
+                Q.session_register,
+                self.namespace,
+                self.broker_id,
+                self.session_id,
+                self._config.session_stale_ms,
+                me.hostname,
+                me.pid,
+                me.host_key,
+                me.start,
+            )
+            if row is not None:
+                return
+            holder = await self._db.fetchrow(Q.session_holder_get, self.namespace, self.broker_id)
+            if holder is None:
+                continue  # ended meanwhile: register again
+            process = ProcessIdentity(
+                holder["hostname"], holder["pid"], holder["host_key"], holder["process_start"]
+            )
+            status = holder_status(me, process)
+            if status == "gone":
+                if await self._take_over(holder["session_id"], me):
+                    log.warning(
+                        'broker id "%s": took over the session of process %s on %s, which is '
+                        "gone (last heartbeat %.0f ms ago)",
+                        self.broker_id,
+                        process.pid,
+                        process.hostname,
+                        holder["silent_ms"],
+                    )
+                    return
+                continue
+            renewed = seen is not None and seen != (holder["session_id"], holder["heartbeat_at"])
+            if status == "alive" or renewed:
+                raise BrokerIdInUse(
+                    f'broker id "{self.broker_id}" is already active in namespace '
+                    f'"{self.namespace}" (process {process.pid} on {process.hostname}, '
+                    f"heartbeat {holder['silent_ms']:.0f} ms ago); pick another --broker-id "
+                    "or stop that broker"
+                )
+            if seen is None:
+                log.warning(
+                    'broker id "%s" is held by process %s on %s, which this host cannot '
+                    "check (last heartbeat %.0f ms ago); waiting up to %d ms for it to go "
+                    "stale (refused if it renews)",
+                    self.broker_id,
+                    process.pid,
+                    process.hostname,
+                    holder["silent_ms"],
+                    self._config.session_stale_ms,
+                )
+            seen = (holder["session_id"], holder["heartbeat_at"])
+            until_stale = self._config.session_stale_ms - holder["silent_ms"]
+            await asyncio.sleep(max(0.01, min(REGISTER_POLL_S, until_stale / 1000 + 0.01)))
+
+    async def _take_over(self, old_session: str, me: ProcessIdentity) -> bool:
         row = await self._db.fetchrow(
-            Q.session_register,
+            Q.session_take_over,
             self.namespace,
             self.broker_id,
             self.session_id,
-            self._config.session_stale_ms,
-            socket.gethostname(),
-            os.getpid(),
+            old_session,
+            me.hostname,
+            me.pid,
+            me.host_key,
+            me.start,
         )
-        if row is None:
-            raise BrokerIdInUse(
-                f'broker id "{self.broker_id}" is already active in namespace '
-                f'"{self.namespace}"; pick another --broker-id or wait '
-                f"{self._config.session_stale_ms} ms for the old session to go stale"
-            )
+        return row is not None
 
     async def heartbeat(self) -> None:
         """Renew now; on finding the session gone, fence this broker."""
@@ -86,7 +154,8 @@ class BrokerSession(Service):
             raise BrokerFenced(f'broker "{self.broker_id}" is fenced: its session was taken over')
 
     async def run(self) -> None:
-        await self.register()
+        if not self.started.is_set():  # a restart keeps the session it registered
+            await self.register()
         self.started.set()
         interval = self._config.session_heartbeat_ms / 1000
         while not self.fenced.is_set():

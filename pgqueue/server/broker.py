@@ -30,6 +30,7 @@ from pgqueue.server.request import ClientState
 from pgqueue.server.settings import BrokerSettings
 from pgqueue.server.tcp import TcpServer
 from pgqueue.server.wire import event_to_wire
+from pgqueue.service import Service
 
 __all__ = ["Broker"]
 
@@ -155,6 +156,11 @@ class Broker:
                 await self.manager.unregister_client_workers(client.client_id)
         except PgQueueError as exc:
             log.warning("cleanup of a closed connection failed: %s", exc)
+
+    def services(self) -> list[Service]:
+        """Every supervised long-lived service of this broker (health, metrics)."""
+        projection = [self.projection] if self.projection is not None else []
+        return [*self.manager.services(), *projection]
 
     # -- metrics hook --------------------------------------------------------------
 

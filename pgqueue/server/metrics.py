@@ -10,13 +10,16 @@ cached for ``refresh_ms`` so that scrapes cannot overload PostgreSQL.
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 
 from pgqueue.db.queries import Q
 from pgqueue.manager.outbox import Event
 from pgqueue.server.rates import RateMeter
+from pgqueue.service import Service
 
 if TYPE_CHECKING:
     from pgqueue.server.broker import Broker
@@ -25,6 +28,37 @@ __all__ = ["BrokerMetrics"]
 
 LATENCY_BUCKETS = (0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300)
 REFRESH_MS_DEFAULT = 2_000
+
+
+class ServiceCollector:
+    """Restarts and liveness of the broker's supervised services, read at scrape time."""
+
+    def __init__(self, broker: Broker) -> None:
+        self._broker = broker
+
+    def describe(self) -> Iterator[Metric]:
+        return self._families([])
+
+    def collect(self) -> Iterator[Metric]:
+        return self._families(self._broker.services())
+
+    @staticmethod
+    def _families(services: list[Service]) -> Iterator[Metric]:
+        restarts = CounterMetricFamily(
+            "pgqueue_service_restarts",
+            "Restarts of a long-lived service after it failed",
+            labels=["service"],
+        )
+        up = GaugeMetricFamily(
+            "pgqueue_service_up",
+            "1 while a long-lived service runs (0: dead or waiting to restart)",
+            labels=["service"],
+        )
+        for service in services:
+            restarts.add_metric([service.name], service.restarts)
+            up.add_metric([service.name], 1 if service.state == "running" else 0)
+        yield restarts
+        yield up
 
 
 class BrokerMetrics:
@@ -150,6 +184,8 @@ class BrokerMetrics:
         )
         self.up = Gauge("pgqueue_up", "1 while the broker serves", registry=r)
         self.up.set(1)
+        if broker is not None:
+            r.register(ServiceCollector(broker))
 
     # -- moved by the broker -----------------------------------------------------
 

@@ -165,3 +165,24 @@ async def test_the_leaders_reaper_runs_on_its_own(db_dsn: str, namespace: str) -
 
 async def _is_waiting(m: PostgresQueueManager, job_id: str) -> bool:
     return await m.get_state(job_id) == "waiting"
+
+
+async def test_a_sweep_by_a_broker_whose_session_row_was_purged_ends_and_writes_nothing(
+    db_dsn: str, namespace: str
+) -> None:
+    """The dead-letter writes check the sweeper's session: with the row gone none
+    applies, and a sweep that kept re-reading the same full batch would never end."""
+    async with start_manager(db_dsn, namespace, broker_id="purged", reaper_batch=2) as m:
+        ids = [await m.push("q", "n", i, ttl=60_000) for i in range(5)]
+        await sql(
+            db_dsn,
+            "UPDATE pgqueue_jobs SET expires_at = clock_timestamp() - interval '1 ms'"
+            " WHERE namespace = $1",
+            namespace,
+        )
+        await sql(db_dsn, "DELETE FROM pgqueue_brokers WHERE namespace = $1", namespace)
+        report = await asyncio.wait_for(m.reap(), timeout=10)
+        assert report.total == 0, "a purged session applies nothing"
+        assert {await m.get_state(job_id) for job_id in ids} == {"waiting"}
+    async with start_manager(db_dsn, namespace, broker_id="live", reaper_batch=2) as live:
+        assert (await live.reap()).ttl_expired == 5

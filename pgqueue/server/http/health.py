@@ -4,7 +4,8 @@
 (``/readyz``): this broker should get traffic — the database answers within
 ``readiness_timeout_ms``, the schema is at the version this pgqueue needs,
 its broker session is live (not fenced: another process took its broker id),
-and it is not draining.  Not ready answers 503 and names each degraded part;
+every long-lived service runs (none dead or waiting out a restart after a
+failure), and it is not draining.  Not ready answers 503 and names each degraded part;
 database error details go to the log, not to the (unauthenticated) prober.
 """
 
@@ -62,10 +63,28 @@ def _session_check(broker: Broker) -> dict[str, Any]:
     }
 
 
+def _services_check(broker: Broker) -> dict[str, Any]:
+    """Every long-lived service runs (none dead, none waiting out a restart backoff).
+
+    ``ended`` is not a failure: a service whose work is over on purpose (the
+    session heartbeat of a fenced broker, reported by the session check)."""
+    services: dict[str, dict[str, Any]] = {}
+    for service in broker.services():
+        entry: dict[str, Any] = {"state": service.state, "restarts": service.restarts}
+        if service.failure is not None:
+            entry["lastError"] = type(service.failure).__name__
+        services[service.name] = entry
+    failing = sorted(
+        name for name, entry in services.items() if entry["state"] not in ("running", "ended")
+    )
+    return {"ok": not failing, "failing": failing, "services": services}
+
+
 async def readiness(broker: Broker, timeout: float) -> tuple[bool, dict[str, Any]]:
     """(ready, body) of the readiness probe."""
     checks: dict[str, dict[str, Any]] = {"draining": {"ok": not broker.draining}}
     checks["session"] = _session_check(broker)
+    checks["services"] = _services_check(broker)
     checks.update(await _storage_checks(broker, timeout))
     degraded = sorted(name for name, check in checks.items() if not check["ok"])
     ready = not degraded
