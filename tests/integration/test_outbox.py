@@ -248,3 +248,56 @@ async def test_a_forgotten_prepared_transaction_does_not_stall_live_delivery(
         await holder.close()
     sub.close()
 
+
+async def test_retention_never_deletes_events_beyond_the_commit_safe_horizon(
+    db_dsn: str, namespace: str
+) -> None:
+    """Issue 9 item 3: with the horizon held back and more events than the
+    per-queue limit, retention leaves every event a reader has not passed."""
+    async with start_manager(
+        db_dsn, namespace, broker_id="r", retention_events_per_queue=100
+    ) as manager:
+        sub = await manager.subscribe_events("q")
+        holder = await asyncpg.connect(db_dsn)
+        try:
+            await holder.execute("BEGIN")
+            await holder.execute("SELECT pg_current_xact_id()")
+            ids: list[str] = []
+            for start in range(0, 1_000, 100):
+                ids += await manager.push_bulk(
+                    "q", [{"name": "n", "data": i} for i in range(start, start + 100)]
+                )
+            report = await manager.retention_pass()
+            assert report.events == 0, "nothing past the commit-safe horizon is pruned"
+            await holder.execute("COMMIT")
+        finally:
+            await holder.close()
+        got = await _take_all(sub, 1_000)
+        assert [e.job_id for e in got] == ids
+        sub.close()
+
+
+async def test_resuming_from_a_pruned_position_reports_the_lost_range(
+    manager: PostgresQueueManager,
+) -> None:
+    """Issue 9 item 3: a subscriber resuming from a position whose events were
+    pruned gets an explicit ``gap`` event (lost from X to Y), then what remains."""
+    sub = await manager.subscribe_events("q")
+    await manager.push("q", "n", "seen")
+    [seen] = await take(sub, 1)
+    sub.close()
+    lost = [await manager.push("q", "n", i) for i in range(10)]
+    kept = [await manager.push("q", "n", i) for i in range(3)]
+    assert await manager.trim_events("q", 3) == 11  # the seen one too
+    resumed = await manager.subscribe_events("q", after=seen.resume)
+    gap, *rest = await take(resumed, 4)
+    assert gap.type == "gap" and gap.job_id is None
+    assert gap.payload["from"] == seen.resume and gap.payload["to"]
+    assert [e.job_id for e in rest] == kept
+    assert not set(lost) & {e.job_id for e in rest}
+    # Resuming after the gap event neither repeats it nor loses what follows.
+    again = await manager.subscribe_events("q", after=gap.resume)
+    assert [e.job_id for e in await take(again, 3)] == kept
+    assert again.get_nowait() is None
+    resumed.close()
+    again.close()
