@@ -163,13 +163,15 @@ class Subscription:
 
     def offer_in_order(self, event: Event) -> None:
         """An event on the cursor path (commit-safe order)."""
-        if not self.live:
+        if not self.live or event.cursor <= self.safe:
             return  # catch_up reads it from the database
-        self.safe = max(self.safe, event.cursor)
+        before = self.safe
+        self.safe = event.cursor  # before stamping: its token covers it
         if self.earlier and self.earlier.pop(event.id, None) is not None:
             return
-        if self.ahead.pop(event.id, None) is None and self.matches(event):
-            self._put(event)
+        delivered = self.ahead.pop(event.id, None) is not None or not self.matches(event)
+        if not delivered and not self._put(event):
+            self.safe = before  # not delivered: catch-up starts at it
 
     def offer_ahead(self, event: Event) -> None:
         """An event on the fast path, beyond the commit-safe cursor.
