@@ -230,17 +230,22 @@ class Batch:
     start: ResumeToken
     delta: Snapshot
     done: bool
+    gap_to: ResumeToken | None = None  # the events are one gap event, up to here
 
     def after(self, index: int) -> ResumeToken:
         """The position once ``events[index]`` was seen (-1: none of them)."""
         if index < 0:
             return self.start
+        if self.gap_to is not None:
+            return self.gap_to
         if self.done and index == len(self.events) - 1:
             return ResumeToken(self.delta)
         return ResumeToken(self.start.seen, self.delta, self.events[index].cursor)
 
     @property
     def end(self) -> ResumeToken:
+        if self.gap_to is not None:
+            return self.gap_to
         if self.done:
             return ResumeToken(self.delta)
         return self.after(len(self.events) - 1)
@@ -263,10 +268,33 @@ async def read_batch(
         queue,
         config.event_batch,
     )
+    head = rows[0]
     if delta is None:
-        delta = Snapshot.parse(rows[0]["snapshot"]).union(position.seen)
+        delta = Snapshot.parse(head["snapshot"]).union(position.seen)
+    pruned = head["pruned"]
+    if pruned is not None and int(pruned) >= position.seen.xmin:
+        return _gap(position, int(pruned), queue, float(head["now_ms"]), delta)
     events = [Event.from_row(row) for row in rows if row["id"] is not None]
     return Batch(events, position, delta, done=len(events) < config.event_batch)
+
+
+def _gap(
+    position: ResumeToken, pruned: int, queue: str | None, now_ms: float, delta: Snapshot
+) -> Batch:
+    """Retention deleted events of transactions up to ``pruned`` that ``position``
+    had not seen: one ``gap`` event ("lost from X to Y"), then go on after it."""
+    lost_to = position.through(pruned)
+    log.warning("events lost to retention between %s and %s", position, lost_to)
+    gap = Event(
+        0,
+        pruned,
+        queue or "",
+        None,
+        "gap",
+        {"from": str(position), "to": str(lost_to)},
+        now_ms,
+    )
+    return Batch([gap], position, delta, done=False, gap_to=lost_to)
 
 
 @dataclass(eq=False)
@@ -292,7 +320,7 @@ class Subscription:
         self._queue = asyncio.Queue(self.maxsize)
 
     def matches(self, event: Event) -> bool:
-        return self.queue is None or event.queue == self.queue
+        return self.queue is None or event.queue == self.queue or event.type == "gap"
 
     @property
     def token(self) -> ResumeToken:
@@ -305,7 +333,7 @@ class Subscription:
         """An event the reader read, between positions ``before`` and ``after``."""
         if not self.live or not self.matches(event):
             return
-        if self.skip is not None and self.skip.finished(event.xid):
+        if self.skip is not None and self.skip.finished(event.xid) and event.type != "gap":
             return
         if self._queue.full():
             log.info(

@@ -186,6 +186,12 @@ class Projection(Service):
         """Apply one outbox event to the summaries and mark its queue's counts stale."""
         self.stats.events_applied += 1
         self.stats.last_event_at = event.timestamp
+        if event.type == "gap":  # events lost: nothing cached can be trusted
+            for entry in self._counts.values():
+                entry.stale = True
+            for job_id in list(self._jobs):
+                self._drop(job_id)
+            return
         counts = self._counts.get(event.queue)
         if counts is not None:
             counts.stale = True

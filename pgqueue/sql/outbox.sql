@@ -15,8 +15,14 @@ SELECT pg_current_snapshot()::text AS snapshot
 -- snapshot), after the position ($6 xid, $7 id) where the last batch ended.
 -- $8 queue (NULL = all), $9 limit.  A long transaction anywhere never holds
 -- this read back: it only stays in the running xids.  $1 namespace.
+-- `pruned` (read in the same snapshot as the rows) is the highest transaction
+-- whose events of the queue(s) retention deleted: the reader lost events when
+-- it had not seen that one yet.  `now_ms`: the database clock.
 WITH now AS (
-    SELECT pg_current_snapshot()::text AS snapshot
+    SELECT pg_current_snapshot()::text AS snapshot,
+           (SELECT max(m.xid) FROM pgqueue_event_prune_marks m
+            WHERE m.namespace = $1 AND ($8::text IS NULL OR m.queue = $8::text)) AS pruned,
+           (extract(epoch FROM statement_timestamp()) * 1000)::float8 AS now_ms
 ), fresh AS (
     (SELECT e.id, e.xid, e.queue, e.job_id, e.type, e.payload, e.created_at
      FROM pgqueue_events e
@@ -41,7 +47,7 @@ WITH now AS (
     ORDER BY xid, id
     LIMIT $9
 )
-SELECT now.snapshot, f.id, f.xid, f.queue, f.job_id, f.type, f.payload,
+SELECT now.snapshot, now.pruned, now.now_ms, f.id, f.xid, f.queue, f.job_id, f.type, f.payload,
        (extract(epoch FROM f.created_at) * 1000)::float8 AS ts
 FROM now LEFT JOIN fresh f ON true
 ORDER BY f.xid, f.id
