@@ -92,6 +92,13 @@ CREATE TABLE public.pgqueue_dlq_audit (
     count integer NOT NULL
 );
 
+CREATE TABLE public.pgqueue_event_prune_marks (
+    namespace text COLLATE "C" NOT NULL,
+    queue text COLLATE "C" NOT NULL,
+    xid bigint NOT NULL,
+    pruned_at timestamp with time zone DEFAULT statement_timestamp() NOT NULL
+);
+
 CREATE TABLE public.pgqueue_events (
     id bigint DEFAULT nextval('public.pgqueue_events_id_seq'::regclass) NOT NULL,
     namespace text COLLATE "C" NOT NULL,
@@ -321,6 +328,9 @@ ALTER TABLE ONLY public.pgqueue_dlq_audit
 
 ALTER TABLE ONLY public.pgqueue_dlq_audit
     ADD CONSTRAINT pgqueue_dlq_audit_pkey PRIMARY KEY (id);
+
+ALTER TABLE ONLY public.pgqueue_event_prune_marks
+    ADD CONSTRAINT pgqueue_event_prune_marks_pkey PRIMARY KEY (namespace, queue);
 
 ALTER TABLE ONLY public.pgqueue_events
     ADD CONSTRAINT pgqueue_events_pkey PRIMARY KEY (id);

@@ -27,6 +27,7 @@ __all__ = ["EmbeddedPostgres", "default_data_dir", "dsn_for_database"]
 log = logging.getLogger("pgqueue.embedded")
 
 MIN_MAX_CONNECTIONS = 300
+MIN_MAX_PREPARED_TRANSACTIONS = 16  # two-phase commit allowed (tests hold the horizon with one)
 
 
 def default_data_dir() -> Path:
@@ -76,9 +77,17 @@ class EmbeddedPostgres:
         )
         self._server = server
         dsn = str(server.get_uri())
-        current = server.psql("SHOW max_connections;")
-        if _first_int(current) < MIN_MAX_CONNECTIONS:
+        restart = False
+        if _first_int(server.psql("SHOW max_connections;")) < MIN_MAX_CONNECTIONS:
             server.psql(f"ALTER SYSTEM SET max_connections = {MIN_MAX_CONNECTIONS};")
+            restart = True
+        prepared = server.psql("SHOW max_prepared_transactions;")
+        if _first_int(prepared) < MIN_MAX_PREPARED_TRANSACTIONS:
+            server.psql(
+                f"ALTER SYSTEM SET max_prepared_transactions = {MIN_MAX_PREPARED_TRANSACTIONS};"
+            )
+            restart = True
+        if restart:
             _commands.pg_ctl(  # type: ignore[attr-defined]
                 ["-w", "-m", "fast", "restart"],
                 pgdata=self.data_dir,

@@ -10,7 +10,9 @@ cursor delivered, so nothing is skipped or repeated.  Pass
 Event names: ``pushed``, ``active``, ``progress``, ``completed``, ``failed``
 (also for attempts that will be retried: ``event.data["terminal"]``),
 ``dlq``, ``stalled``, ``retried``, ``waiting``, ``delayed``, ``removed``,
-``redriven``, ``paused``, ``resumed``, ``drained``, ``cleaned``, ...
+``redriven``, ``paused``, ``resumed``, ``drained``, ``cleaned``, ...; and
+``gap`` (no job): events that retention deleted before this subscriber reached
+them, ``event.data["from"]`` to ``event.data["to"]`` (resume tokens).
 
     events = QueueEvents("emails", connection="postgresql://localhost/app")
     events.on("completed", lambda e: print(e.job_id, e.returnvalue))

@@ -9,7 +9,11 @@ own transaction (short locks, no long transaction holding the xmin horizon):
   ``maxAge``), with their logs and the edges that dead dependents kept
   towards the failed ones;
 * outbox events older than ``retention_events_ms``, and beyond the newest
-  ``retention_events_per_queue`` of each queue;
+  ``retention_events_per_queue`` of each queue: only of transactions below
+  the commit-safe horizon of the previous pass (no reader is left behind),
+  as a prefix of each queue in ``(xid, id)`` order, raising the queue's prune
+  mark in the same statement (a reader that had not reached them gets a
+  ``gap`` event, see :mod:`pgqueue.manager.outbox`);
 * workers not seen for ``worker_stale_ms``.
 """
 
@@ -65,36 +69,37 @@ async def _prune_finished(ctx: EngineContext) -> int:
             return total
 
 
-async def trim_queue_events(ctx: EngineContext, queue: str, keep: int) -> int:
-    """Keep only the newest ``keep`` events of ``queue``; returns how many went."""
-    threshold = await ctx.db.fetchval(Q.event_queue_threshold, ctx.namespace, queue, keep)
-    if threshold is None:
-        return 0
+async def trim_queue_events(
+    ctx: EngineContext, queue: str, keep: int, horizon: int | None = None
+) -> int:
+    """Keep only the newest ``keep`` events of ``queue`` (whole transactions, and
+    never past the commit-safe horizon); returns how many went."""
     removed = 0
     while True:
         rows = await ctx.db.fetch(
-            Q.event_trim_queue_returning, ctx.namespace, queue, int(threshold), BATCH
+            Q.event_trim_queue_returning, ctx.namespace, queue, keep, BATCH, horizon
         )
         removed += len(rows)
         if len(rows) < BATCH:
             return removed
 
 
-async def retain_once(ctx: EngineContext) -> RetentionReport:
-    """One retention pass (see the module docstring)."""
+async def retain_once(ctx: EngineContext, horizon: int | None = None) -> RetentionReport:
+    """One retention pass (see the module docstring).  Events are deleted only
+    below the commit-safe horizon, and below ``horizon`` when given."""
     config = ctx.config
     report = RetentionReport()
     report.finished = await _prune_finished(ctx)
     while True:
         rows = await ctx.db.fetch(
-            Q.event_prune_old_returning, ctx.namespace, config.retention_events_ms, BATCH
+            Q.event_prune_old_returning, ctx.namespace, config.retention_events_ms, BATCH, horizon
         )
         report.events += len(rows)
         if len(rows) < BATCH:
             break
     for row in await ctx.db.fetch(Q.event_queues, ctx.namespace):
         report.events += await trim_queue_events(
-            ctx, row["queue"], config.retention_events_per_queue
+            ctx, row["queue"], config.retention_events_per_queue, horizon
         )
     report.workers = len(
         await ctx.db.fetch(Q.worker_prune_stale, ctx.namespace, config.worker_stale_ms)
@@ -117,10 +122,15 @@ class Retention(Service):
     async def run(self) -> None:
         self.started.set()
         interval = self._ctx.config.retention_interval_ms / 1000
+        horizon: int | None = None
         while True:
             await self._elector.is_leader.wait()
             try:
-                self.last_report = await retain_once(self._ctx)
+                # Events go only below the horizon of the previous pass: every
+                # reader (polling at least every poll interval) has passed it.
+                upcoming = int(await self._ctx.db.fetchval(Q.event_retention_horizon))
+                self.last_report = await retain_once(self._ctx, horizon)
+                horizon = upcoming
                 self.passes += 1
             except PgQueueError as exc:
                 log.warning("retention pass failed: %s", exc)

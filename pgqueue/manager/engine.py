@@ -406,10 +406,8 @@ class PostgresQueueManager(ControlOps, DlqOps, WebhookOps, ManagerBase):
         if self.outbox is None:
             self.outbox = OutboxReader(self.db, self.config, self.notifier)
             await self.outbox.start()
-        committed = await self.outbox.committed_ahead() if exact and token is None else None
-        return self.outbox.subscribe(
-            queue, after=token, maxsize=maxsize, tokens=tokens, committed=committed
-        )
+        skip = await self.outbox.now() if exact and token is None else None
+        return self.outbox.subscribe(queue, after=token, maxsize=maxsize, tokens=tokens, skip=skip)
 
     # -- maintenance ---------------------------------------------------------------
 

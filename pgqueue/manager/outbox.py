@@ -1,22 +1,28 @@
 """The outbox reader: every state change, to every subscriber, once, without gaps.
 
 ``pgqueue_events`` rows are written in the transaction of the change they
-describe.  One reader per manager delivers them to subscriptions in two ways:
+describe, with that transaction's id (``xid``).  A position in the outbox is
+not a row but a *snapshot*: a reader that read with snapshot S has seen every
+event of every transaction S counts as finished.  What is new since then
+belongs to a transaction S counted as running (its running-xid list: a few
+index lookups) or to one that began after it (a range of the ``(xid, id)``
+index from S's xmax on).  So:
 
-* the **cursor path** (the truth): poll rows after the cursor ``(xid, id)``
-  whose transaction is older than the snapshot's xmin, so no still-running
-  transaction can later add a row behind the cursor.  No global commit lock
-  (bunqueue serialises commits to order its journal; we do not).  A long
-  transaction anywhere holds xmin back and so delays this path;
-* the **fast path** (latency): a NOTIFY hint names the event id range a
-  transaction wrote; the reader fetches those rows at once and delivers them
-  "ahead" of the cursor.  The cursor path later skips them by id.
+* there is one read, on a NOTIFY hint (latency) or every poll interval (the
+  truth when LISTEN is broken): the events committed since the last snapshot;
+* a long transaction anywhere in the cluster (an idle session, a forgotten
+  prepared transaction) never holds delivery back: it merely stays in the
+  running list, and its events come when it commits;
+* memory is bounded: the state is a snapshot (its running list is bounded by
+  the server's connections and prepared transactions) plus, while a large
+  commit is read in batches, the snapshot of that read and the position
+  reached in it.  Nothing is held in RAM that the table can give again.
 
-Each subscription has a *resume token*: the cursor up to which it has seen
-everything, plus the ids it got ahead of it.  Resuming from a token (after a
-reconnect or a broker restart) delivers exactly what was not seen.  A
-subscription that falls behind (its queue is full) drops out of live delivery
-and catches up from the database on its own, then rejoins.
+A subscription's *resume token* is that state as text, taken after each
+event: resuming from it (on any broker) delivers exactly what was not seen.
+A subscriber whose queue is full is not handed the event: its position stays
+before it, and it catches up from the database from there, then rejoins live
+delivery.
 """
 
 from __future__ import annotations
@@ -24,7 +30,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -36,58 +41,144 @@ from pgqueue.errors import PgQueueError, ValidationError
 from pgqueue.manager.notifier import Notifier
 from pgqueue.service import Service
 
-__all__ = ["Cursor", "Event", "OutboxReader", "ResumeToken", "Subscription"]
+__all__ = ["Cursor", "Event", "OutboxReader", "ResumeToken", "Snapshot", "Subscription"]
 
 log = logging.getLogger("pgqueue.outbox")
 
-MAX_AHEAD_IN_TOKEN = 1000
-MAX_AHEAD = 256  # events a subscription takes ahead of its commit-safe cursor
-MAX_READER_AHEAD = 20_000
-MAX_EARLIER = 100_000  # committed events a new subscription skips that the reader has not read
-UNKNOWN_XID = 2**63 - 1
+MAX_RUNNING_IN_TOKEN = 10_000  # running xids a snapshot in a token may name
+MAX_XID = 2**63 - 1
 
 
 @dataclass(frozen=True, slots=True, order=True)
 class Cursor:
-    """A position in commit-safe order."""
+    """A position in ``(xid, id)`` order (within one read)."""
 
     xid: int
     id: int
 
     def __str__(self) -> str:
-        return f"{self.xid}:{self.id}"
+        return f"{self.xid}.{self.id}"
+
+
+START = Cursor(0, 0)
+
+
+@dataclass(frozen=True, slots=True)
+class Snapshot:
+    """Which transactions had finished: those below ``xmax`` not in ``running``."""
+
+    xmin: int
+    xmax: int
+    running: frozenset[int] = frozenset()
+
+    def finished(self, xid: int) -> bool:
+        return xid < self.xmin or (xid < self.xmax and xid not in self.running)
+
+    def covers(self, other: Snapshot) -> bool:
+        """Every transaction finished in ``other`` is finished in this one."""
+        return other.xmax <= self.xmax and all(
+            x in other.running or x >= other.xmax for x in self.running if x < other.xmax
+        )
+
+    def union(self, other: Snapshot) -> Snapshot:
+        """Finished in either."""
+        if self.covers(other):
+            return self
+        if other.covers(self):
+            return other
+        xmax = max(self.xmax, other.xmax)
+        running = frozenset(
+            x
+            for x in self.running | other.running
+            if not self.finished(x) and not other.finished(x)
+        )
+        return Snapshot(min(running, default=xmax), xmax, running)
+
+    def through(self, xid: int) -> Snapshot:
+        """This one, with every transaction up to ``xid`` counted as finished."""
+        if xid < self.xmin:
+            return self
+        running = frozenset(x for x in self.running if x > xid)
+        xmax = max(self.xmax, xid + 1)
+        return Snapshot(min(running, default=xmax), xmax, running)
+
+    def __str__(self) -> str:
+        return f"{self.xmin}:{self.xmax}:" + ",".join(str(x) for x in sorted(self.running))
+
+    @classmethod
+    def parse(cls, text: str) -> Snapshot:
+        """``xmin:xmax:x,y,...`` (PostgreSQL's ``pg_snapshot`` text); ValueError otherwise."""
+        xmin_text, xmax_text, running_text = text.split(":")
+        xmin, xmax = int(xmin_text), int(xmax_text)
+        items = running_text.split(",") if running_text else []
+        if len(items) > MAX_RUNNING_IN_TOKEN:
+            raise ValueError("too many running transactions")
+        running = frozenset(int(x) for x in items)
+        if not 0 < xmin <= xmax < MAX_XID or any(not xmin <= x < xmax for x in running):
+            raise ValueError("not a snapshot")
+        return cls(xmin, xmax, running)
 
 
 @dataclass(frozen=True, slots=True)
 class ResumeToken:
-    """Everything up to ``cursor`` was seen, plus the events ``ahead`` of it."""
+    """Seen: every event of a transaction finished in ``seen``; and, of those
+    finished in ``delta`` (a read in batches not done yet), each one up to ``upto``."""
 
-    cursor: Cursor
-    ahead: frozenset[int] = frozenset()
+    seen: Snapshot
+    delta: Snapshot | None = None
+    upto: Cursor = START
+
+    def covers(self, xid: int, event_id: int) -> bool:
+        if self.seen.finished(xid):
+            return True
+        return (
+            self.delta is not None
+            and self.delta.finished(xid)
+            and (xid, event_id)
+            <= (
+                self.upto.xid,
+                self.upto.id,
+            )
+        )
+
+    def with_seen(self, extra: Snapshot | None) -> ResumeToken:
+        """This token plus every event of the transactions finished in ``extra``."""
+        if extra is None:
+            return self
+        delta = None if self.delta is None else self.delta.union(extra)
+        return ResumeToken(self.seen.union(extra), delta, self.upto)
+
+    def through(self, xid: int) -> ResumeToken:
+        """This token plus every event of the transactions up to ``xid`` (after a gap)."""
+        delta = None if self.delta is None else self.delta.through(xid)
+        return ResumeToken(self.seen.through(xid), delta, self.upto)
 
     def __str__(self) -> str:
-        text = str(self.cursor)
-        if self.ahead:
-            text += "+" + ",".join(str(i) for i in sorted(self.ahead))
-        return text
+        if self.delta is None:
+            return str(self.seen)
+        return f"{self.seen}~{self.delta}~{self.upto}"
 
     @classmethod
     def parse(cls, text: str) -> ResumeToken:
-        """Parse ``"<xid>:<id>[+id,id,...]"``; raise :class:`ValidationError` otherwise."""
+        """Parse a token; raise :class:`ValidationError` naming ``after`` otherwise."""
         try:
-            head, _, tail = text.partition("+")
-            xid, _, event_id = head.partition(":")
-            ahead = frozenset(int(i) for i in tail.split(",")) if tail else frozenset()
-            if len(ahead) > MAX_AHEAD_IN_TOKEN:
-                raise ValueError("too many ids")
-            return cls(Cursor(int(xid), int(event_id)), ahead)
+            parts = text.split("~")
+            if len(parts) == 1:
+                return cls(Snapshot.parse(parts[0]))
+            if len(parts) != 3:
+                raise ValueError("not a token")
+            seen, delta = Snapshot.parse(parts[0]), Snapshot.parse(parts[1])
+            xid, _, event_id = parts[2].partition(".")
+            if not delta.covers(seen):
+                raise ValueError("not a token")
+            return cls(seen, delta, Cursor(int(xid), int(event_id)))
         except ValueError as exc:
             raise ValidationError(f"invalid event cursor: {text[:80]!r}", field="after") from exc
 
 
 @dataclass(frozen=True, slots=True)
 class Event:
-    """One outbox row."""
+    """One outbox row (or a ``gap``: events lost to retention, ``job_id`` None)."""
 
     id: int
     xid: int
@@ -115,121 +206,152 @@ class Event:
             timestamp=row["ts"],
         )
 
+    def stamped(self, token: ResumeToken | None) -> Event:
+        if token is None:
+            return self
+        return Event(
+            self.id,
+            self.xid,
+            self.queue,
+            self.job_id,
+            self.type,
+            self.payload,
+            self.timestamp,
+            str(token),
+        )
+
+
+@dataclass(slots=True)
+class Batch:
+    """One read: its events, where it leaves the reader, and the snapshot it used."""
+
+    events: list[Event]
+    start: ResumeToken
+    delta: Snapshot
+    done: bool
+    gap_to: ResumeToken | None = None  # the events are one gap event, up to here
+
+    def after(self, index: int) -> ResumeToken:
+        """The position once ``events[index]`` was seen (-1: none of them)."""
+        if index < 0:
+            return self.start
+        if self.gap_to is not None:
+            return self.gap_to
+        if self.done and index == len(self.events) - 1:
+            return ResumeToken(self.delta)
+        return ResumeToken(self.start.seen, self.delta, self.events[index].cursor)
+
+    @property
+    def end(self) -> ResumeToken:
+        if self.gap_to is not None:
+            return self.gap_to
+        if self.done:
+            return ResumeToken(self.delta)
+        return self.after(len(self.events) - 1)
+
+
+async def read_batch(
+    db: Database, config: Config, position: ResumeToken, queue: str | None
+) -> Batch:
+    """The next events after ``position`` (of ``queue``, or all), at most ``event_batch``."""
+    delta = position.delta
+    rows = await db.fetch(
+        Q.event_read_delta,
+        config.namespace,
+        sorted(position.seen.running),
+        position.seen.xmax,
+        None if delta is None else delta.xmax,
+        [] if delta is None else sorted(delta.running),
+        position.upto.xid,
+        position.upto.id,
+        queue,
+        config.event_batch,
+    )
+    head = rows[0]
+    if delta is None:
+        delta = Snapshot.parse(head["snapshot"]).union(position.seen)
+    pruned = head["pruned"]
+    if pruned is not None and int(pruned) >= position.seen.xmin:
+        return _gap(position, int(pruned), queue, float(head["now_ms"]), delta)
+    events = [Event.from_row(row) for row in rows if row["id"] is not None]
+    return Batch(events, position, delta, done=len(events) < config.event_batch)
+
+
+def _gap(
+    position: ResumeToken, pruned: int, queue: str | None, now_ms: float, delta: Snapshot
+) -> Batch:
+    """Retention deleted events of transactions up to ``pruned`` that ``position``
+    had not seen: one ``gap`` event ("lost from X to Y"), then go on after it."""
+    lost_to = position.through(pruned)
+    log.warning("events lost to retention between %s and %s", position, lost_to)
+    gap = Event(
+        0,
+        pruned,
+        queue or "",
+        None,
+        "gap",
+        {"from": str(position), "to": str(lost_to)},
+        now_ms,
+    )
+    return Batch([gap], position, delta, done=False, gap_to=lost_to)
+
 
 @dataclass(eq=False)
 class Subscription:
-    """Events of one queue (or all) for one consumer; iterate or :meth:`get`."""
+    """Events of one queue (or all) for one consumer; iterate or :meth:`get`.
+
+    *Live*, it takes the events the reader fans out (leaving out those of the
+    transactions finished in ``skip``: they were committed before it existed);
+    otherwise it reads from ``base`` on its own, then rejoins.
+    """
 
     reader: OutboxReader
     queue: str | None
-    safe: Cursor
-    ahead: dict[int, int] = field(default_factory=dict)  # event id -> xid, seen beyond safe
+    base: ResumeToken
     maxsize: int = 10_000
     live: bool = False
     closed: bool = False
     tokens: bool = True
-    # The lowest fast-path event this subscription let pass (it was full of
-    # events ahead of its cursor): no later fast-path event is taken until the
-    # cursor path has delivered it, so that each job's events stay in order.
-    skipped_from: Cursor | None = None
-    # Events committed before this subscription existed that the reader has
-    # not passed yet (event id -> position): not for it.
-    earlier: dict[int, Cursor] = field(default_factory=dict)
+    skip: Snapshot | None = None
+    _queue: asyncio.Queue[Event] = field(init=False)
 
     def __post_init__(self) -> None:
-        self._queue: asyncio.Queue[Event] = asyncio.Queue(self.maxsize)
+        self._queue = asyncio.Queue(self.maxsize)
 
     def matches(self, event: Event) -> bool:
-        return self.queue is None or event.queue == self.queue
+        return self.queue is None or event.queue == self.queue or event.type == "gap"
 
     @property
     def token(self) -> ResumeToken:
-        return ResumeToken(self.safe, frozenset(self.ahead))
+        """Where this subscription stands (the token of the last event it queued)."""
+        if self.live:
+            return self.reader.position.with_seen(self.skip)
+        return self.base
 
-    def _stamp(self, event: Event) -> Event:
-        if not self.tokens:
-            return event
-        return Event(
-            event.id,
-            event.xid,
-            event.queue,
-            event.job_id,
-            event.type,
-            event.payload,
-            event.timestamp,
-            str(self.token),
-        )
-
-    def offer_in_order(self, event: Event) -> None:
-        """An event on the cursor path (commit-safe order)."""
-        if not self.live:
-            return  # catch_up reads it from the database
-        self.safe = max(self.safe, event.cursor)
-        if self.earlier and self.earlier.pop(event.id, None) is not None:
+    def offer(self, event: Event, before: ResumeToken, after: ResumeToken) -> None:
+        """An event the reader read, between positions ``before`` and ``after``."""
+        if not self.live or not self.matches(event):
             return
-        if self.ahead.pop(event.id, None) is None and self.matches(event):
-            self._put(event)
-
-    def offer_ahead(self, event: Event) -> None:
-        """An event on the fast path, beyond the commit-safe cursor.
-
-        At most :data:`MAX_AHEAD` events are taken ahead of the cursor (they are
-        named in every resume token); beyond that the cursor path delivers them.
-        """
-        if not self.live or event.id in self.ahead or event.cursor <= self.safe:
+        if self.skip is not None and self.skip.finished(event.xid) and event.type != "gap":
             return
-        if event.id in self.earlier:
-            return  # committed before this subscription; the cursor path drops it
-        if self.skipped_from is not None or len(self.ahead) >= MAX_AHEAD:
-            if self.skipped_from is None or event.cursor < self.skipped_from:
-                self.skipped_from = event.cursor
-            return
-        if self.matches(event):
-            self.ahead[event.id] = event.xid  # before stamping: its token names it
-            if not self._put(event):
-                del self.ahead[event.id]
-
-    def advance(self, cursor: Cursor) -> None:
-        """The reader passed ``cursor``: everything up to it was offered."""
-        if self.earlier:
-            self.earlier = {i: c for i, c in self.earlier.items() if c > cursor}
-        if not self.live or cursor <= self.safe:
-            return
-        self.safe = cursor
-        self.forget_ahead_before(cursor)
-        if self.skipped_from is not None and self.skipped_from <= cursor:
-            self.skipped_from = None
-
-    def deliver_caught_up(self, event: Event) -> bool:
-        """Deliver one event read during catch-up; False when the queue is full."""
-        known = self.ahead.pop(event.id, None) is not None
-        if known or self.earlier.pop(event.id, None) is not None:
-            self.safe = max(self.safe, event.cursor)
-            return True
         if self._queue.full():
-            return False
-        self.safe = max(self.safe, event.cursor)
-        self._queue.put_nowait(self._stamp(event))
-        return True
-
-    def forget_ahead_before(self, cursor: Cursor) -> None:
-        for event_id, xid in list(self.ahead.items()):
-            if xid < cursor.xid:
-                del self.ahead[event_id]
-
-    def pending(self) -> int:
-        return self._queue.qsize()
-
-    def _put(self, event: Event) -> bool:
-        try:
-            self._queue.put_nowait(self._stamp(event))
-            return True
-        except asyncio.QueueFull:
             log.info(
                 "subscriber fell behind (%d queued); catching up from the database", self.maxsize
             )
             self.live = False
+            self.base = before.with_seen(self.skip)  # it starts at this event
+            return
+        self._queue.put_nowait(event.stamped(after.with_seen(self.skip) if self.tokens else None))
+
+    def put_caught_up(self, event: Event, after: ResumeToken) -> bool:
+        """An event read during catch-up; False when the queue is full."""
+        if self._queue.full():
             return False
+        self._queue.put_nowait(event.stamped(after if self.tokens else None))
+        return True
+
+    def pending(self) -> int:
+        return self._queue.qsize()
 
     async def get(self) -> Event:
         """The next event (waits); catches up from the database when behind."""
@@ -271,16 +393,17 @@ class OutboxReader(Service):
         self._config = config
         self._notifier = notifier
         self._subs: set[Subscription] = set()
-        self._ahead: dict[int, Event] = {}
-        self._hinted = False
         self._wake = asyncio.Event()
-        self.cursor = Cursor(0, 0)
+        self.position = ResumeToken(Snapshot(1, 1))
         self.delivered = 0
         self.last_event_at: float | None = None
         self.polled = asyncio.Event()
-        self._catch_up_lock = asyncio.Lock()
 
     # -- subscriptions -------------------------------------------------------
+
+    async def now(self) -> Snapshot:
+        """The database's current snapshot ("now" for a new subscription)."""
+        return Snapshot.parse(await self._db.fetchval(Q.event_snapshot))
 
     def subscribe(
         self,
@@ -289,109 +412,59 @@ class OutboxReader(Service):
         after: ResumeToken | None = None,
         maxsize: int = 10_000,
         tokens: bool = True,
-        committed: Mapping[int, Cursor] | None = None,
+        skip: Snapshot | None = None,
     ) -> Subscription:
-        """Events from now on, or everything after ``after`` (a resume token).
-
-        "Now" is this reader's position, plus ``committed`` (from
-        :meth:`committed_ahead`): events already committed that the reader
-        has not passed yet, left out too.  ``tokens=False`` skips computing each
-        event's resume token (for consumers that never resume, such as the
-        projection).
-        """
+        """Everything after ``after`` (a resume token), or live from the reader's
+        position, leaving out the transactions finished in ``skip`` (from
+        :meth:`now`: what committed before the subscription).  ``tokens=False``
+        skips computing each event's resume token (for consumers that never
+        resume, such as the projection)."""
         if after is None:
-            sub = Subscription(self, queue, self.cursor, maxsize=maxsize, live=True, tokens=tokens)
-            # Delivered or committed before this subscription existed: not for it.
-            sub.earlier = {i: e.cursor for i, e in self._ahead.items()}
-            if committed:
-                sub.earlier.update((i, c) for i, c in committed.items() if c > self.cursor)
+            sub = Subscription(self, queue, self.position, maxsize, live=True, tokens=tokens)
+            if skip is not None and not self.position.seen.covers(skip):
+                sub.skip = skip
         else:
-            sub = Subscription(
-                self,
-                queue,
-                after.cursor,
-                maxsize=maxsize,
-                live=False,
-                # Their positions are unknown: keep them until the read meets them.
-                ahead={event_id: UNKNOWN_XID for event_id in after.ahead},
-                tokens=tokens,
-            )
+            sub = Subscription(self, queue, after, maxsize, live=False, tokens=tokens)
         self._subs.add(sub)
         return sub
-
-    async def committed_ahead(self) -> dict[int, Cursor]:
-        """Positions of the events committed beyond this reader's cursor (it reads
-        them within a poll interval), at most :data:`MAX_EARLIER` of them."""
-        batch = self._config.event_batch
-        cursor = self.cursor
-        found: dict[int, Cursor] = {}
-        while len(found) < MAX_EARLIER:
-            rows = await self._db.fetch(
-                Q.event_positions_after, self._config.namespace, cursor.xid, cursor.id, batch
-            )
-            for row in rows:
-                cursor = Cursor(int(row["xid"]), int(row["id"]))
-                found[cursor.id] = cursor
-            if len(rows) < batch:
-                break
-        return found
 
     def unsubscribe(self, sub: Subscription) -> None:
         self._subs.discard(sub)
 
     async def catch_up(self, sub: Subscription) -> None:
-        """Read what ``sub`` missed from the database, up to the reader's cursor,
-        then let it rejoin live delivery.  Returns early when its queue fills up
-        (the consumer drains it and calls again)."""
-        batch = self._config.event_batch
-        async with self._catch_up_lock:
-            while not sub.closed:
-                upto = self.cursor
-                while sub.safe < upto:
-                    rows = await self._db.fetch(
-                        Q.event_read_range,
-                        self._config.namespace,
-                        sub.safe.xid,
-                        sub.safe.id,
-                        upto.xid,
-                        upto.id,
-                        sub.queue,
-                        batch,
-                    )
-                    for row in rows:
-                        if not sub.deliver_caught_up(Event.from_row(row)):
-                            return
-                    if len(rows) < batch:
-                        sub.safe = upto
-                        sub.forget_ahead_before(upto)
-                    elif sub.pending():
-                        return
-                if self.cursor == upto:
-                    self._join(sub)
+        """Read what ``sub`` missed from the database, then let it rejoin live
+        delivery.  Returns early when its queue fills up (the consumer drains
+        it and calls again)."""
+        while not sub.closed and not sub.live:
+            batch = await read_batch(self._db, self._config, sub.base, sub.queue)
+            for index, event in enumerate(batch.events):
+                if not sub.put_caught_up(event, batch.after(index)):
+                    sub.base = batch.after(index - 1)
                     return
+            sub.base = batch.end
+            if batch.done and self._covered_by(batch.delta):
+                sub.live = True
+                sub.skip = None if self.position.seen.covers(batch.delta) else batch.delta
+                return
+            if sub.pending():
+                return
 
-    def _join(self, sub: Subscription) -> None:
-        sub.live = True
-        sub.advance(self.cursor)
-        for event in sorted(self._ahead.values(), key=lambda e: e.cursor):
-            sub.offer_ahead(event)
+    def _covered_by(self, snapshot: Snapshot) -> bool:
+        """Whether ``snapshot`` counts as finished everything the reader read."""
+        position = self.position
+        return snapshot.covers(position.delta or position.seen)
 
     # -- the reading loop -------------------------------------------------------
 
     def _hint(self, first: int, last: int) -> None:
-        self._hinted = True
         self._wake.set()
 
     def _resync(self) -> None:
         self._wake.set()
 
-    async def start_cursor(self) -> Cursor:
-        xid = await self._db.fetchval(Q.event_safe_horizon)
-        return Cursor(int(xid), 2**63 - 1)
-
     async def run(self) -> None:
-        if not self.started.is_set():  # a supervised restart keeps the cursor
-            self.cursor = await self.start_cursor()
+        if not self.started.is_set():  # a supervised restart keeps the position
+            self.position = ResumeToken(await self.now())
         self._notifier.on_events(self._hint)
         self._notifier.on_resync(self._resync)
         self.started.set()
@@ -402,71 +475,32 @@ class OutboxReader(Service):
                     await self._wake.wait()
             self._wake.clear()
             try:
-                await self._fast_path()
                 await self.poll()
             except PgQueueError as exc:
                 log.warning("outbox read failed: %s", exc)
 
-    async def _fast_path(self) -> None:
-        """Deliver committed events beyond the cursor at once (see the module doc).
-
-        First an index-only read of the positions after the cursor, then the rows
-        of those not delivered yet: a hint never re-reads what was delivered.
-        """
-        if not self._hinted or len(self._ahead) >= MAX_READER_AHEAD:
-            return
-        self._hinted = False
-        namespace = self._config.namespace
-        positions = await self._db.fetch(
-            Q.event_positions_after,
-            namespace,
-            self.cursor.xid,
-            self.cursor.id,
-            self._config.event_batch,
-        )
-        new_ids = [row["id"] for row in positions if row["id"] not in self._ahead]
-        if not new_ids:
-            return
-        rows = await self._db.fetch(Q.event_read_by_ids, namespace, new_ids)
-        for row in rows:
-            event = Event.from_row(row)
-            if event.id in self._ahead or event.cursor <= self.cursor:
-                continue
-            self._ahead[event.id] = event
-            self.last_event_at = event.timestamp
-            for sub in list(self._subs):
-                sub.offer_ahead(event)
-
     async def poll(self) -> int:
-        """One pass of the cursor path; returns how many events it passed."""
-        batch = self._config.event_batch
+        """Read and fan out everything committed since the last read; returns how
+        many events it read."""
         passed = 0
         while True:
-            rows = await self._db.fetch(
-                Q.event_read_after,
-                self._config.namespace,
-                self.cursor.xid,
-                self.cursor.id,
-                batch,
-            )
-            for row in rows:
-                event = Event.from_row(row)
-                self.cursor = event.cursor
-                if self._ahead.pop(event.id, None) is None:
-                    self.last_event_at = event.timestamp
-                    self.delivered += 1
+            batch = await read_batch(self._db, self._config, self.position, None)
+            before = batch.after(-1)
+            for index, event in enumerate(batch.events):
+                after = batch.after(index)
+                self.position = after
+                self.last_event_at = event.timestamp
+                self.delivered += 1
                 for sub in list(self._subs):
-                    sub.offer_in_order(event)
-            passed += len(rows)
-            if rows:
-                for sub in list(self._subs):
-                    sub.advance(self.cursor)
-                self._prune_ahead()
-            if len(rows) < batch:
+                    sub.offer(event, before, after)
+                before = after
+            self.position = batch.end
+            passed += len(batch.events)
+            if batch.done:
                 break
+        seen = self.position.seen
+        for sub in self._subs:
+            if sub.skip is not None and seen.covers(sub.skip):
+                sub.skip = None
         self.polled.set()
         return passed
-
-    def _prune_ahead(self) -> None:
-        for event_id in [i for i, e in self._ahead.items() if e.xid < self.cursor.xid]:
-            del self._ahead[event_id]

@@ -69,6 +69,7 @@ class JobSummary:
     created_at: float = 0.0
     updated_at: float = 0.0
     name: str | None = None
+    event_id: int = 0  # the last applied event: a job's events are ordered by id
 
     def size(self) -> int:
         extra = 0 if self.progress is None else sys.getsizeof(self.progress)
@@ -186,6 +187,12 @@ class Projection(Service):
         """Apply one outbox event to the summaries and mark its queue's counts stale."""
         self.stats.events_applied += 1
         self.stats.last_event_at = event.timestamp
+        if event.type == "gap":  # events lost: nothing cached can be trusted
+            for entry in self._counts.values():
+                entry.stale = True
+            for job_id in list(self._jobs):
+                self._drop(job_id)
+            return
         counts = self._counts.get(event.queue)
         if counts is not None:
             counts.stale = True
@@ -201,6 +208,8 @@ class Projection(Service):
             return
         summary = self._jobs.get(event.job_id)
         payload = event.payload
+        if summary is not None and event.id < summary.event_id:
+            return  # an older event read late: the summary already has what followed
         if summary is None:
             summary = JobSummary(event.job_id, event.queue, "waiting", created_at=event.timestamp)
         if event.type == "pushed":
@@ -221,6 +230,7 @@ class Projection(Service):
         elif event.type in _STATE_AFTER:
             summary.state = _STATE_AFTER[event.type]
         summary.updated_at = event.timestamp
+        summary.event_id = event.id
         self._store(summary)
 
     def _store(self, summary: JobSummary) -> None:

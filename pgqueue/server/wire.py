@@ -207,7 +207,9 @@ def event_to_wire(event: Event) -> dict[str, Any] | None:
     ``drained``, ``cleaned``, ``obliterated``) have ``jobId: ""``, as bunqueue
     sends them.  Types beyond bunqueue's (``waiting``, which bunqueue also sends,
     ``updated``, ``priority``, ``cleaned``, ``obliterated``) pass through; the
-    official clients ignore types they do not know.
+    official clients ignore types they do not know.  A ``gap`` (events retention
+    deleted before this subscriber reached them) carries ``from`` and ``to``, the
+    resume tokens before and after the lost range.
     """
     if event.type in _SKIPPED:
         return None
@@ -234,6 +236,9 @@ def event_to_wire(event: Event) -> dict[str, Any] | None:
     elif event.type == "progress":
         body["progress"] = payload.get("progress")
         body["data"] = payload.get("data") or {"progress": payload.get("progress")}
+    elif event.type == "gap":  # events lost to retention: from one resume token to another
+        body["from"] = payload.get("from")
+        body["to"] = payload.get("to")
     elif event.type in ("retried", "redriven", "removed", "waiting"):
         prev = payload.get("prev", _PREV_DEFAULTS.get(event.type))
         if isinstance(prev, str):

@@ -1,63 +1,53 @@
--- name: event_read_after
--- Outbox events after the cursor ($2 xid, $3 id), in commit-safe order: only
--- rows whose transaction is older than this snapshot's xmin, so no
--- transaction that is still running can later add a row behind the cursor.
--- $1 namespace, $4 limit.
-SELECT e.id, e.xid, e.queue, e.job_id, e.type, e.payload,
-       (extract(epoch FROM e.created_at) * 1000)::float8 AS ts
-FROM pgqueue_events e
-WHERE e.namespace = $1
-  AND (e.xid, e.id) > ($2::bigint, $3::bigint)
-  AND e.xid < pg_snapshot_xmin(pg_current_snapshot())::text::bigint
-ORDER BY e.xid, e.id
-LIMIT $4
+-- name: event_snapshot
+-- The database's "now" for the outbox: the current snapshot.  Every event of a
+-- transaction it counts as finished is committed and readable (or was rolled
+-- back); the others may still come.
+SELECT pg_current_snapshot()::text AS snapshot
 
--- name: event_positions_after
--- The fast path, step 1: positions of every committed event after the cursor
--- ($2 xid, $3 id), commit-safe or not yet, in (xid, id) order — an index-only
--- read of the cursor index.  $1 namespace, $4 limit.
-SELECT e.id, e.xid
-FROM pgqueue_events e
-WHERE e.namespace = $1 AND (e.xid, e.id) > ($2::bigint, $3::bigint)
-ORDER BY e.xid, e.id
-LIMIT $4
-
--- name: event_read_by_ids
--- The fast path, step 2: the rows of the events not delivered yet, in (xid,
--- id) order (which keeps the events of one job in order: its transactions
--- are serialised by the row lock).  $1 namespace, $2 ids.
-SELECT e.id, e.xid, e.queue, e.job_id, e.type, e.payload,
-       (extract(epoch FROM e.created_at) * 1000)::float8 AS ts
-FROM pgqueue_events e
-WHERE e.namespace = $1 AND e.id = ANY($2::bigint[])
-ORDER BY e.xid, e.id
-
--- name: event_horizon
--- The commit-safe horizon (snapshot xmin) and the transaction holding it back.
-SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint AS xmin,
-       pg_current_snapshot()::text AS snapshot,
-       (SELECT json_build_object('pid', a.pid, 'xact_start', a.xact_start,
-                                 'state', a.state, 'query', left(a.query, 200),
-                                 'application_name', a.application_name)
-        FROM pg_stat_activity a
-        WHERE a.backend_xid IS NOT NULL
-        ORDER BY age(a.backend_xid) DESC
-        LIMIT 1)::text AS oldest
-
--- name: event_read_range
--- Catch-up read for one subscriber: events after ($2, $3) up to and including
--- ($4, $5), optionally of one queue ($6 NULL = all).  $1 namespace, $7 limit.
-SELECT e.id, e.xid, e.queue, e.job_id, e.type, e.payload,
-       (extract(epoch FROM e.created_at) * 1000)::float8 AS ts
-FROM pgqueue_events e
-WHERE e.namespace = $1
-  AND (e.xid, e.id) > ($2::bigint, $3::bigint)
-  AND (e.xid, e.id) <= ($4::bigint, $5::bigint)
-  AND ($6::text IS NULL OR e.queue = $6::text)
-ORDER BY e.xid, e.id
-LIMIT $7
-
--- name: event_safe_horizon
--- The commit-safe cursor a new reader starts from: every transaction with a
--- smaller xid has ended.
-SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint - 1 AS xid
+-- name: event_read_delta
+-- The events a reader has not seen yet, in (xid, id) order.  The reader has
+-- seen every event of the transactions finished in its snapshot S (given as
+-- $2 its running xids, $3 its xmax): what is new belongs to a transaction S
+-- counted as running (part a: a few index lookups) or that began after S
+-- (part b: a range from $3 on).  A read in batches takes the snapshot N of its
+-- first statement (returned in `snapshot`) and keeps to it: $4 N's xmax and
+-- $5 its running xids (NULL for the first batch: this statement's own
+-- snapshot), after the position ($6 xid, $7 id) where the last batch ended.
+-- $8 queue (NULL = all), $9 limit.  A long transaction anywhere never holds
+-- this read back: it only stays in the running xids.  $1 namespace.
+-- `pruned` (read in the same snapshot as the rows) is the highest transaction
+-- whose events of the queue(s) retention deleted: the reader lost events when
+-- it had not seen that one yet.  `now_ms`: the database clock.
+WITH now AS (
+    SELECT pg_current_snapshot()::text AS snapshot,
+           (SELECT max(m.xid) FROM pgqueue_event_prune_marks m
+            WHERE m.namespace = $1 AND ($8::text IS NULL OR m.queue = $8::text)) AS pruned,
+           (extract(epoch FROM statement_timestamp()) * 1000)::float8 AS now_ms
+), fresh AS (
+    (SELECT e.id, e.xid, e.queue, e.job_id, e.type, e.payload, e.created_at
+     FROM pgqueue_events e
+     WHERE e.namespace = $1
+       AND e.xid = ANY($2::bigint[])
+       AND (e.xid, e.id) > ($6::bigint, $7::bigint)
+       AND ($4::bigint IS NULL OR (e.xid < $4::bigint AND e.xid <> ALL($5::bigint[])))
+       AND ($8::text IS NULL OR e.queue = $8::text)
+     ORDER BY e.xid, e.id
+     LIMIT $9)
+    UNION ALL
+    (SELECT e.id, e.xid, e.queue, e.job_id, e.type, e.payload, e.created_at
+     FROM pgqueue_events e
+     WHERE e.namespace = $1
+       AND (e.xid, e.id) > (greatest($3::bigint - 1, $6::bigint),
+                            CASE WHEN $3::bigint - 1 >= $6::bigint THEN 9223372036854775807
+                                 ELSE $7::bigint END)
+       AND ($4::bigint IS NULL OR (e.xid < $4::bigint AND e.xid <> ALL($5::bigint[])))
+       AND ($8::text IS NULL OR e.queue = $8::text)
+     ORDER BY e.xid, e.id
+     LIMIT $9)
+    ORDER BY xid, id
+    LIMIT $9
+)
+SELECT now.snapshot, now.pruned, now.now_ms, f.id, f.xid, f.queue, f.job_id, f.type, f.payload,
+       (extract(epoch FROM f.created_at) * 1000)::float8 AS ts
+FROM now LEFT JOIN fresh f ON true
+ORDER BY f.xid, f.id

@@ -39,45 +39,86 @@ SELECT count(*)::int AS pruned,
 FROM gone g
 
 -- name: event_prune_old_returning
--- Delete outbox events older than $2 ms, oldest first, at most $3, but never
--- one that enabled webhooks have not fanned out yet.  $1 namespace.
-WITH doomed AS (
-    SELECT e.id FROM pgqueue_events e
+-- Delete outbox events older than $2 ms, at most $3, each queue's as a prefix
+-- in (xid, id) order (those before the queue's first newer event): only of
+-- transactions below the commit-safe horizon (this snapshot's xmin, and $4
+-- when given: the horizon of the previous pass, which every reader has passed
+-- since), and never one that enabled webhooks have not fanned out yet.
+-- Raises each queue's prune mark in the same statement.  $1 namespace.
+WITH bound AS (
+    SELECT least(
+        pg_snapshot_xmin(pg_current_snapshot())::text::bigint,
+        coalesce($4::bigint, 9223372036854775807),
+        coalesce((SELECT c.xid FROM pgqueue_webhook_cursor c
+                  WHERE c.namespace = $1
+                    AND EXISTS (SELECT 1 FROM pgqueue_webhooks w
+                                WHERE w.namespace = $1 AND w.enabled)),
+                 9223372036854775807)) AS xid
+), newer AS (
+    SELECT DISTINCT ON (e.queue) e.queue, e.xid, e.id
+    FROM pgqueue_events e
     WHERE e.namespace = $1
-      AND e.created_at < statement_timestamp() - $2::bigint * interval '1 millisecond'
-      AND NOT EXISTS (SELECT 1 FROM pgqueue_webhook_cursor c
-                      WHERE c.namespace = $1 AND (e.xid, e.id) > (c.xid, c.event_id)
-                        AND EXISTS (SELECT 1 FROM pgqueue_webhooks w
-                                    WHERE w.namespace = $1 AND w.enabled))
-    ORDER BY e.id
+      AND e.created_at >= statement_timestamp() - $2::bigint * interval '1 millisecond'
+    ORDER BY e.queue, e.xid, e.id
+), doomed AS (
+    SELECT e.id FROM pgqueue_events e CROSS JOIN bound b
+    LEFT JOIN newer n ON n.queue = e.queue
+    WHERE e.namespace = $1 AND e.xid < b.xid
+      AND (n.queue IS NULL OR (e.xid, e.id) < (n.xid, n.id))
+    ORDER BY e.xid, e.id
     LIMIT $3
+), gone AS (
+    DELETE FROM pgqueue_events e USING doomed d WHERE e.id = d.id
+    RETURNING e.id, e.xid, e.queue
+), marked AS (
+    INSERT INTO pgqueue_event_prune_marks AS m (namespace, queue, xid)
+    SELECT $1, g.queue, max(g.xid) FROM gone g GROUP BY g.queue
+    ON CONFLICT (namespace, queue) DO UPDATE
+        SET xid = greatest(m.xid, excluded.xid), pruned_at = statement_timestamp()
 )
-DELETE FROM pgqueue_events e USING doomed d WHERE e.id = d.id
-RETURNING e.id
-
--- name: event_queue_threshold
--- The id below which a queue keeps more than $3 newer events.  $1 namespace,
--- $2 queue.  No row when the queue has at most $3 events.
-SELECT e.id FROM pgqueue_events e
-WHERE e.namespace = $1 AND e.queue = $2
-ORDER BY e.id DESC
-OFFSET $3::int
-LIMIT 1
+SELECT g.id FROM gone g
 
 -- name: event_trim_queue_returning
--- Delete up to $4 events of queue $2 with an id of at most $3.  $1 namespace.
-WITH doomed AS (
-    SELECT e.id FROM pgqueue_events e
-    WHERE e.namespace = $1 AND e.queue = $2 AND e.id <= $3::bigint
-      AND NOT EXISTS (SELECT 1 FROM pgqueue_webhook_cursor c
-                      WHERE c.namespace = $1 AND (e.xid, e.id) > (c.xid, c.event_id)
-                        AND EXISTS (SELECT 1 FROM pgqueue_webhooks w
-                                    WHERE w.namespace = $1 AND w.enabled))
-    ORDER BY e.id
+-- Keep the newest $3 events of queue $2 and delete up to $4 older ones, as a
+-- prefix in (xid, id) order, under the same bounds as
+-- event_prune_old_returning ($5: the previous pass's horizon, or NULL).
+-- Raises the queue's prune mark in the same statement.  $1 namespace.
+WITH bound AS (
+    SELECT least(
+        pg_snapshot_xmin(pg_current_snapshot())::text::bigint,
+        coalesce($5::bigint, 9223372036854775807),
+        coalesce((SELECT c.xid FROM pgqueue_webhook_cursor c
+                  WHERE c.namespace = $1
+                    AND EXISTS (SELECT 1 FROM pgqueue_webhooks w
+                                WHERE w.namespace = $1 AND w.enabled)),
+                 9223372036854775807)) AS xid
+), kept AS (  -- the oldest event kept; none when the queue has at most $3
+    SELECT e.xid, e.id FROM pgqueue_events e
+    WHERE e.namespace = $1 AND e.queue = $2 AND $3::int > 0
+    ORDER BY e.xid DESC, e.id DESC
+    OFFSET greatest($3::int - 1, 0)
+    LIMIT 1
+), doomed AS (
+    SELECT e.id FROM pgqueue_events e CROSS JOIN bound b
+    WHERE e.namespace = $1 AND e.queue = $2 AND e.xid < b.xid
+      AND ($3::int = 0 OR EXISTS (SELECT 1 FROM kept k WHERE (e.xid, e.id) < (k.xid, k.id)))
+    ORDER BY e.xid, e.id
     LIMIT $4
+), gone AS (
+    DELETE FROM pgqueue_events e USING doomed d WHERE e.id = d.id
+    RETURNING e.id, e.xid
+), marked AS (
+    INSERT INTO pgqueue_event_prune_marks AS m (namespace, queue, xid)
+    SELECT $1, $2, max(g.xid) FROM gone g HAVING count(*) > 0
+    ON CONFLICT (namespace, queue) DO UPDATE
+        SET xid = greatest(m.xid, excluded.xid), pruned_at = statement_timestamp()
 )
-DELETE FROM pgqueue_events e USING doomed d WHERE e.id = d.id
-RETURNING e.id
+SELECT g.id FROM gone g
+
+-- name: event_retention_horizon
+-- The commit-safe horizon now: every transaction below it has ended.  The
+-- next retention pass deletes no event at or above it.
+SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint AS xid
 
 -- name: event_queues
 -- Queues that have events.  $1 namespace.

@@ -12,6 +12,7 @@ from pgqueue.client.connection import Connection
 from pgqueue.testing import eventually
 from tests.acceptance.conftest import BrokerFactory, BrokerProcess
 from tests.acceptance.http_support import http_client, next_events, sse_messages
+from tests.conftest import start_manager
 
 WAIT = 20
 
@@ -187,3 +188,29 @@ async def test_both_per_queue_stream_paths_answer(brokers: BrokerFactory, path: 
         job = await push(http, "q", 1)
         [event] = await asyncio.wait_for(next_events(messages, 1), WAIT)
     assert (event.data or {})["event"]["jobId"] == job
+
+
+async def test_a_stream_resumed_from_a_pruned_position_reports_the_lost_range(
+    brokers: BrokerFactory, db_dsn: str, namespace: str
+) -> None:
+    """Issue 9 item 3: the first message after resuming from a pruned position is
+    a ``gap`` event naming the lost range; the events that remain follow."""
+    broker = brokers.start("a")
+    async with http_client(broker) as http:
+        async with http.stream("GET", "/queues/q/events") as stream:
+            messages = sse_messages(stream)
+            await push(http, "q", "seen")
+            [seen] = await asyncio.wait_for(next_events(messages, 1), WAIT)
+        for i in range(5):
+            await push(http, "q", i)
+        kept = await push(http, "q", "kept")
+        async with start_manager(db_dsn, namespace, broker_id="trimmer") as engine:
+            assert await engine.trim_events("q", 1) > 0
+        assert seen.id is not None
+        headers = {"last-event-id": seen.id}
+        async with http.stream("GET", "/queues/q/events", headers=headers) as stream:
+            messages = sse_messages(stream)
+            gap, rest = await asyncio.wait_for(next_events(messages, 2), WAIT)
+    event = (gap.data or {})["event"]
+    assert event["eventType"] == "gap" and event["from"] == seen.id and event["to"]
+    assert (rest.data or {})["event"]["jobId"] == kept

@@ -6,6 +6,7 @@ import asyncio
 import re
 import signal
 
+import asyncpg
 import pytest
 
 from pgqueue.client.connection import Connection
@@ -198,3 +199,30 @@ async def test_metrics_show_queue_gauges_latencies_and_vacuum_health(
         if holder is not None:
             await holder.close()
         await tcp.close()
+
+
+async def test_readyz_and_metrics_name_a_prepared_transaction_holding_the_horizon(
+    brokers: BrokerFactory, db_dsn: str, namespace: str
+) -> None:
+    """Issue 9 item 4: a forgotten prepared transaction is named (its gid) as a
+    readiness warning and in the xmin-holder metric; the broker stays ready."""
+    broker = brokers.start("a")
+    holder = await asyncpg.connect(db_dsn)
+    gid = f"pgqueue-readyz-{namespace}"
+    try:
+        await holder.execute("BEGIN")
+        await holder.execute("SELECT pg_current_xact_id()")
+        await holder.execute(f"PREPARE TRANSACTION '{gid}'")
+        async with http_client(broker) as http:
+            ready = await http.get("/readyz")
+            assert ready.status_code == 200, ready.text
+            body = ready.json()
+            assert "xminHorizon" in body["warnings"]
+            check = body["checks"]["xminHorizon"]
+            assert check["kind"] == "prepared_xact" and check["holder"] == gid
+            metrics = (await http.get("/metrics")).text
+            holders = [line for line in metrics.splitlines() if "xmin_holder" in line]
+            assert any(f'holder="{gid}"' in h and 'kind="prepared_xact"' in h for h in holders)
+    finally:
+        await holder.execute(f"ROLLBACK PREPARED '{gid}'")
+        await holder.close()

@@ -21,6 +21,7 @@ from tests.acceptance.sdk_support import (  # noqa: F401 - fixtures
     shared_brokers,
     transport_kind,
 )
+from tests.conftest import start_manager
 
 
 async def live(queue: Queue, events: QueueEvents) -> None:
@@ -268,3 +269,32 @@ async def test_a_job_whose_lease_expires_is_reported_stalled_and_runs_again(sdk:
 
     sdk.worker(handler)
     assert await queue.wait_for(job, timeout=10) == "second worker"
+
+
+async def test_events_resumed_from_a_pruned_cursor_report_the_lost_range(
+    sdk: SDK, db_dsn: str, module_namespace: str
+) -> None:
+    """Issue 9 item 3: resuming from a position whose events retention pruned
+    delivers a ``gap`` event naming the lost range, never silence."""
+    queue = sdk.queue()
+    reader = QueueEvents(sdk.queue_name, sdk.connection)
+    got: list[QueueEvent] = []
+    reader.on("pushed", got.append)
+    await live(queue, reader)
+    seen = await queue.add("seen", {})
+    await eventually(lambda: any(e.job_id == seen.id for e in got), message="reader saw it")
+    cursor = got[-1].cursor
+    await reader.close()
+    await queue.add_bulk([{"name": "lost"} for _ in range(5)])
+    kept = await queue.add("kept", {})
+    async with start_manager(db_dsn, module_namespace, broker_id="trimmer") as engine:
+        assert await engine.trim_events(sdk.queue_name, 1) > 0
+
+    resumed = sdk.events(last_event_id=cursor)
+    gaps: list[QueueEvent] = []
+    after: list[QueueEvent] = []
+    resumed.on("gap", gaps.append)
+    resumed.on("pushed", after.append)
+    await eventually(lambda: bool(after), message="the kept event")
+    assert len(gaps) == 1 and gaps[0].data["from"] == cursor and gaps[0].data["to"]
+    assert [e.job_id for e in after] == [kept.id]

@@ -104,3 +104,21 @@ async def test_staleness_stays_bounded_with_the_listen_connection_killed(
                 await asyncio.gather(killer, return_exceptions=True)
         finally:
             await projection.stop()
+
+
+async def test_two_events_of_one_job_read_out_of_order_leave_the_later_state(
+    manager: PostgresQueueManager,
+) -> None:
+    """A transaction that took its xid early can write a job's later event with a
+    smaller xid than the earlier one: read in (xid, id) order, ``completed``
+    comes before ``active``.  Event ids follow the job's row lock, so the
+    projection keeps the state of the highest id."""
+    from pgqueue.manager.outbox import Event
+
+    projection = Projection(manager)
+    completed = Event(11, 5, "q", "j", "completed", {}, 2.0)
+    active = Event(10, 6, "q", "j", "active", {"attempt": 1}, 1.0)
+    projection.apply(completed)
+    projection.apply(active)
+    summary = projection.get("j")
+    assert summary is not None and summary.state == "completed"

@@ -15,6 +15,7 @@ import asyncio
 import logging
 from typing import TYPE_CHECKING, Any
 
+from pgqueue.db.queries import Q
 from pgqueue.db.schema import check_schema
 from pgqueue.errors import PgQueueError, SchemaError
 
@@ -24,6 +25,36 @@ if TYPE_CHECKING:
 __all__ = ["liveness", "readiness"]
 
 log = logging.getLogger("pgqueue.http")
+
+HORIZON_WARN_SECONDS = 60.0  # a transaction or snapshot older than this is named
+
+
+async def _horizon_check(broker: Broker, timeout: float) -> dict[str, Any] | None:
+    """What holds the xmin horizon back (it blocks vacuum and event retention):
+    a warning naming a prepared transaction, or a session or slot older than
+    :data:`HORIZON_WARN_SECONDS`.  None when the database does not answer."""
+    try:
+        rows = await asyncio.wait_for(broker.manager.db.fetch(Q.xmin_holders, 5), timeout)
+    except (TimeoutError, PgQueueError):
+        return None
+    held = [
+        row
+        for row in rows
+        if row["kind"] == "prepared_xact" or (row["seconds"] or 0) >= HORIZON_WARN_SECONDS
+    ]
+    if not held:
+        return {"ok": True}
+    row = held[0]
+    seconds = row["seconds"]
+    return {
+        "ok": False,
+        "kind": row["kind"],
+        "holder": row["holder"],
+        "application": row["application"],
+        "state": row["state"],
+        "ageTransactions": int(row["xid_age"] or 0),
+        "seconds": None if seconds is None else round(float(seconds), 1),
+    }
 
 
 def liveness(broker: Broker) -> dict[str, Any]:
@@ -89,6 +120,9 @@ async def readiness(broker: Broker, timeout: float) -> tuple[bool, dict[str, Any
     degraded = sorted(name for name, check in checks.items() if not check["ok"])
     ready = not degraded
     soft = _soft_checks(broker)
+    horizon = await _horizon_check(broker, timeout)
+    if horizon is not None:
+        soft["xminHorizon"] = horizon
     body: dict[str, Any] = {
         "ok": ready,
         "ready": ready,
