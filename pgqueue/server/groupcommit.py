@@ -37,6 +37,11 @@ class Coalescer(Generic[T, R]):
         self.batches = 0
         self.items = 0
 
+    @property
+    def waiting(self) -> int:
+        """Items submitted and not yet in a batch."""
+        return len(self._pending)
+
     async def submit(self, item: T) -> R:
         future: asyncio.Future[R] = asyncio.get_running_loop().create_future()
         self._pending.append((item, future))
