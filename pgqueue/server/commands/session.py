@@ -27,6 +27,9 @@ async def auth(req: Request) -> dict[str, Any] | None:
 
 @command("Hello")
 async def hello(req: Request) -> dict[str, Any]:
+    # The answer is always the server's own (bunqueue); the fields are still typed.
+    req.fields.opt_int("protocolVersion", minimum=0)
+    req.fields.opt_str_list("capabilities", max_items=100, max_len=256)
     return {
         "protocolVersion": PROTOCOL_VERSION,
         "capabilities": CAPABILITIES,
