@@ -2,7 +2,9 @@
 
 A URL is checked when it is registered and again for every connection the
 delivery service opens (a name that resolved to a public address yesterday
-may resolve to 127.0.0.1 today: DNS rebinding).  The delivery connects to the
+may resolve to 127.0.0.1 today: DNS rebinding).  Registration needs no DNS
+answer (a name not published yet is accepted); the delivery check is the one
+that matters.  The delivery connects to the
 very address that was checked, never to a second resolution of the name.
 
 Refused, for IPv4 and IPv6 alike: unspecified (``0.0.0.0/8``, ``::``),
@@ -23,6 +25,7 @@ on a private network or in tests); the scheme must still be http or https.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import ipaddress
 import re
 import socket
@@ -253,12 +256,16 @@ class AddressGuard:
         return addresses
 
     async def check_url(self, url: object) -> WebhookTarget:
-        """Registration: the URL's shape, then its host (unresolvable names are refused)."""
+        """Registration: the URL's shape, then its host.
+
+        A literal address and a ``localhost`` name are judged as they are; a name
+        is refused when it resolves to a refused address now, and accepted when
+        it does not resolve (yet): an answer at registration proves nothing about
+        the answer at delivery, where every connection is checked again.
+        """
         target = parse_webhook_url(url)
         if self.allow_private:
             return target
-        try:
+        with contextlib.suppress(OSError):
             await self.vet(target.host, target.port)
-        except OSError as exc:
-            raise not_allowed(f"cannot resolve host {target.host} ({exc})") from None
         return target

@@ -54,9 +54,16 @@ class Broker:
         self.draining = False
         self.started_at = time.time()
         self._tokens: OrderedDict[str, str] = OrderedDict()
-        self.pushes: Coalescer[JobSpec, str] = Coalescer(self.manager.push_specs)
-        self.acks: Coalescer[AckItem, ItemOutcome] = Coalescer(self.manager.ack_batch)
-        self.fails: Coalescer[FailItem, ItemOutcome] = Coalescer(self.manager.fail_batch)
+        # One item per job (or custom id) in a batch: each is decided as if alone.
+        self.pushes: Coalescer[JobSpec, str] = Coalescer(
+            self.manager.push_specs, key=lambda spec: spec.custom_id
+        )
+        self.acks: Coalescer[AckItem, ItemOutcome] = Coalescer(
+            self.manager.ack_batch, key=lambda item: item.job_id
+        )
+        self.fails: Coalescer[FailItem, ItemOutcome] = Coalescer(
+            self.manager.fail_batch, key=lambda item: item.job_id
+        )
         self.tcp = TcpServer(self)
         self.http: Any = None
         self.metrics: BrokerMetrics = BrokerMetrics(self)

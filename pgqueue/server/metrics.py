@@ -9,6 +9,7 @@ cached for ``refresh_ms`` so that scrapes cannot overload PostgreSQL.
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
@@ -121,6 +122,20 @@ class BrokerMetrics:
             "Acks and failures refused because their claim was no longer current",
             registry=r,
         )
+        self.group_commit_waiting = Gauge(
+            "pgqueue_group_commit_waiting",
+            "Single operations waiting for the next group-commit batch",
+            ["operation"],
+            registry=r,
+        )
+        if broker is not None:
+            for operation, coalescer in (
+                ("push", broker.pushes),
+                ("ack", broker.acks),
+                ("fail", broker.fails),
+            ):
+                gauge = self.group_commit_waiting.labels(operation)
+                gauge.set_function(functools.partial(getattr, coalescer, "waiting"))
         self.pickup = Histogram(
             "pgqueue_pickup_latency_seconds",
             "From due (run_at) to claimed, database clock",

@@ -21,6 +21,7 @@ from pgqueue.protocol import Fields
 __all__ = [
     "LEGACY_PENDING_PARENT",
     "WIRE_LABELS",
+    "check_pull_group",
     "event_to_wire",
     "job_input_from_wire",
     "job_options_from_wire",
@@ -80,8 +81,35 @@ def _removal_flag(fields: Fields, name: str) -> bool | None:
     if isinstance(value, int | float) and value >= 0:
         return value > 0
     if isinstance(value, Mapping):
+        keep = fields.nested(name)
+        for key in ("age", "count"):
+            keep.opt_number(key, minimum=0)
         return True
     raise fields.error(name, "must be a boolean, a count or {age, count}")
+
+
+def _check_unused_options(fields: Fields) -> None:
+    """Options of bunqueue's job model that the engine does not act on, type-checked
+    all the same (``durable`` only matters to bunqueue's SQLite mode; debouncing and
+    ``groupMaxSize``, ``sizeLimit`` are not built)."""
+    fields.opt_bool("durable")
+    fields.opt_str("debounceId", max_len=256)
+    fields.opt_number("debounceTtl", minimum=0)
+    fields.opt_int("groupMaxSize", minimum=0)
+    fields.opt_number("sizeLimit", minimum=0)
+
+
+def check_pull_group(fields: Fields) -> None:
+    """PULL's ``group{concurrency?, limit?{max, duration}}``, type-checked (the claim
+    does not take per-pull group limits)."""
+    group = fields.opt_nested("group")
+    if group is None:
+        return
+    group.opt_int("concurrency", minimum=1)
+    limit = group.opt_nested("limit")
+    if limit is not None:
+        limit.int_("max", minimum=1)
+        limit.int_("duration", minimum=1)
 
 
 def job_options_from_wire(fields: Fields, *, custom_id_key: str) -> dict[str, Any]:
@@ -118,9 +146,13 @@ def job_options_from_wire(fields: Fields, *, custom_id_key: str) -> dict[str, An
     if custom is not None:
         opts["job_id"] = custom
     unique = fields.opt_str("uniqueKey", max_len=256, non_empty=True)
+    dedup = fields.opt_nested("dedup")
+    if dedup is not None:
+        dedup.opt_number("ttl")
+        for key in ("extend", "replace"):
+            dedup.opt_bool(key)
     if unique is not None:
         opts["unique_key"] = unique
-        dedup = fields.opt_nested("dedup")
         if dedup is not None:
             spec = {}
             ttl = dedup.opt_number("ttl")
@@ -157,6 +189,7 @@ def job_options_from_wire(fields: Fields, *, custom_id_key: str) -> dict[str, An
         flag = _removal_flag(fields, flag_name)
         if flag is not None:
             opts[engine] = flag
+    _check_unused_options(fields)
     if fields.get("repeat") is not None:
         raise fields.error("repeat", "is not supported yet (repeatable jobs come with cron)")
     return opts

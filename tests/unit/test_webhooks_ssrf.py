@@ -184,12 +184,12 @@ async def test_a_name_is_refused_when_any_of_its_addresses_is_private() -> None:
     assert target.host == "h.example"
 
 
-async def test_a_name_that_does_not_resolve_is_refused_at_registration() -> None:
+async def test_a_name_that_does_not_resolve_yet_is_accepted_at_registration() -> None:
     async def nowhere(host: str, port: int) -> list[IPAddress]:
         raise OSError("Name or service not known")
 
-    with pytest.raises(ValidationError, match=r"not allowed: cannot resolve host nowhere\.example"):
-        await AddressGuard(resolver=nowhere).check_url("http://nowhere.example/")
+    target = await AddressGuard(resolver=nowhere).check_url("http://nowhere.example/")
+    assert (target.host, target.address) == ("nowhere.example", None)
 
 
 async def test_vet_returns_the_addresses_to_connect_to_and_raises_oserror_when_unresolved() -> None:

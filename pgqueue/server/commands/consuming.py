@@ -11,7 +11,7 @@ from pgqueue.manager.models import AckItem, ClaimedJob, ItemOutcome
 from pgqueue.protocol import Fields
 from pgqueue.server.registry import command
 from pgqueue.server.request import Request
-from pgqueue.server.wire import job_to_wire
+from pgqueue.server.wire import check_pull_group, job_to_wire
 
 MAX_LOCK_TTL_MS = 86_400_000
 MAX_BATCH_ITEMS = 10_000
@@ -24,6 +24,7 @@ async def _pull(req: Request, count: int) -> list[ClaimedJob]:
     lock_ttl = f.opt_int("lockTtl", minimum=1, maximum=MAX_LOCK_TTL_MS)
     timeout = f.opt_int("timeout", minimum=0, maximum=MAX_PULL_TIMEOUT_MS, default=0)
     detach = f.opt_bool("detach", default=False)
+    check_pull_group(f)
     if req.broker.draining:
         return []
     jobs = await req.manager.pull_batch(
@@ -157,6 +158,7 @@ async def fail(req: Request) -> dict[str, Any] | None:
     error = f.opt_str("error", max_len=100_000) or ""
     stack = f.opt_str_list("stack", max_items=1000, max_len=100_000)
     unrecoverable = f.opt_bool("unrecoverable", default=False)
+    f.opt_bool("removeOnFail")  # type-checked; the job's own removeOnFail applies
     outcome = await req.broker.fail(FailItem(job_id, token, error, stack, unrecoverable))
     _forget(req, outcome)
     return _finalized(outcome)

@@ -28,9 +28,11 @@ async def auth(req: Request) -> dict[str, Any] | None:
 @command("Hello")
 async def hello(req: Request) -> dict[str, Any]:
     """Discovery; a client whose capabilities include ``int64`` gets 64-bit integers
-    exactly from now on (bunqueue's clients read msgpack int64 as BigInt: never them)."""
-    capabilities = req.fields.get("capabilities")
-    if isinstance(capabilities, list) and "int64" in capabilities:
+    exactly from now on (bunqueue's clients read msgpack int64 as BigInt: never them).
+    The answer is always the server's own (bunqueue); the fields are still typed."""
+    req.fields.opt_int("protocolVersion", minimum=0)
+    capabilities = req.fields.opt_str_list("capabilities", max_items=100, max_len=256)
+    if capabilities is not None and "int64" in capabilities:
         req.client.int64 = True
     return {
         "protocolVersion": PROTOCOL_VERSION,

@@ -32,7 +32,7 @@ from pgqueue.server.http.binding import Endpoint, build_command
 from pgqueue.server.http.body import BodyError, is_json, read_json_object
 from pgqueue.server.http.jsonio import dumps
 from pgqueue.server.http.openapi import openapi_document, render_docs
-from pgqueue.server.http.routes import ENDPOINTS, SYSTEM_ROUTES
+from pgqueue.server.http.routes import ENDPOINTS, SYSTEM_ROUTES, unknown_job_field
 from pgqueue.server.http.sse import EventStreamResponse
 from pgqueue.server.http.status import status_for_answer, status_for_error
 from pgqueue.server.http.telemetry import HttpMetrics
@@ -119,6 +119,9 @@ def _command_handler(state: HttpState, endpoint: Endpoint) -> Handler:
                 body = await read_json_object(request, broker.settings.max_http_body_bytes)
             except BodyError as exc:
                 return error_response(exc.status, exc.message)
+            unknown = unknown_job_field(endpoint.command, body)
+            if unknown is not None:
+                return error_response(400, unknown)
         path = {name: str(value) for name, value in request.path_params.items()}
         query = {name: request.query_params.getlist(name) for name in request.query_params}
         msg = build_command(endpoint, path, query, body)

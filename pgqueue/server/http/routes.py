@@ -15,7 +15,7 @@ from typing import Any, Literal
 
 from pgqueue.server.http.binding import Endpoint, Kind, Param
 
-__all__ = ["ENDPOINTS", "JOB_OPTIONS", "SYSTEM_ROUTES", "SystemRoute"]
+__all__ = ["ENDPOINTS", "JOB_OPTIONS", "SYSTEM_ROUTES", "SystemRoute", "unknown_job_field"]
 
 
 def _p(name: str, kind: Kind, description: str = "", **kw: Any) -> Param:
@@ -53,7 +53,56 @@ JOB_OPTIONS: tuple[Param, ...] = (
     _p("lifo", "boolean", "take before older jobs of the same priority"),
     _p("removeOnComplete", "any", "drop the job when it completes"),
     _p("removeOnFail", "any", "drop the job when it fails for good"),
+    _p("attempts", "integer", "alias of maxAttempts"),
+    _p("dedup", "object", "with uniqueKey: {ttl?, extend?, replace?}"),
+    _p("childrenIds", "array", "children of a flow parent"),
+    _p("failParentOnFailure", "boolean", "a failed child fails its parent"),
+    _p("removeDependencyOnFailure", "boolean", "a failed child is dropped from its parent"),
+    _p("ignoreDependencyOnFailure", "boolean", "a failed child counts as resolved"),
+    _p("continueParentOnFailure", "boolean", "the parent runs when a child fails"),
+    _p("stallTimeout", "integer", "ms without a heartbeat before the job counts as stalled"),
+    _p("stackTraceLimit", "integer", "stack lines kept on failure"),
+    _p("keepLogs", "integer", "log lines kept"),
+    _p("timestamp", "number", "creation time (ms)"),
+    _p("repeat", "object", "repeatable job options"),
+    _p("durable", "boolean", "accepted for bunqueue (every push is durable here)"),
+    _p("debounceId", "string", "accepted for bunqueue (stored only there)"),
+    _p("debounceTtl", "integer", "accepted for bunqueue (stored only there)"),
+    _p("groupMaxSize", "integer", "accepted for bunqueue"),
+    _p("sizeLimit", "number", "accepted for bunqueue"),
 )
+
+_JOB_FIELDS = frozenset(p.name for p in JOB_OPTIONS) | {"queue"}
+_BULK_ENTRY_FIELDS = (_JOB_FIELDS - {"queue"}) | {"customId"}
+_JOB_BODIES = {"PUSH": None, "PUSHB": "jobs"}
+"""The commands whose HTTP body holds job inputs: the body itself, or its list."""
+
+
+def unknown_job_field(command: str, body: Mapping[str, Any]) -> str | None:
+    """Why an HTTP job body is refused (a field no job input has), or None.
+
+    A job body is typed by hand: an unknown field is a typo (``atempts``), refused
+    as the SDK refuses it rather than ignored.  The TCP protocol stays lenient.
+    """
+    if command not in _JOB_BODIES:
+        return None
+    member = _JOB_BODIES[command]
+    if member is None:
+        return _unknown(body, _JOB_FIELDS, "")
+    entries = body.get(member)
+    if not isinstance(entries, list):
+        return None  # refused by the command with the protocol's message
+    for i, entry in enumerate(entries):
+        if isinstance(entry, Mapping):
+            problem = _unknown(entry, _BULK_ENTRY_FIELDS, f"{member}[{i}]: ")
+            if problem is not None:
+                return problem
+    return None
+
+
+def _unknown(job: Mapping[str, Any], allowed: frozenset[str], prefix: str) -> str | None:
+    extra = sorted(str(key) for key in job if key not in allowed)
+    return f"{prefix}unknown job option: {', '.join(extra)}" if extra else None
 
 
 def _workers_of_queue(answer: dict[str, Any], path: Mapping[str, str]) -> dict[str, Any]:
