@@ -1,0 +1,116 @@
+"""Lock tokens through real brokers: whose claim a token-less write may act on.
+
+A worker that pulls without ``owner`` gets no token in its reply (bunqueue's
+``useLocks: false`` workers, HTTP pulls); the broker fills the token in for
+its token-less writes.  It must never fill in a token that belongs to another
+client's claim: the adversary here is the old claimant whose lease ended and
+whose late ACK or heartbeat arrives after someone else claimed the job.
+"""
+
+from __future__ import annotations
+
+from pgqueue.client.connection import Connection
+from pgqueue.errors import RemoteError
+from pgqueue.testing import eventually
+from tests.acceptance import command_support as support
+from tests.acceptance.command_support import Pair, new_queue, push, state
+from tests.helpers import expire_lease, sql_value
+
+pair = support.pair
+clients = support.clients
+
+
+async def _open(pair: Pair) -> Connection:
+    return await Connection.open("127.0.0.1", pair.a.tcp_port)
+
+
+async def _refusal(conn: Connection, cmd: str, fields: dict[str, object]) -> str:
+    answer = await conn.request({"cmd": cmd, **fields})
+    assert answer["ok"] is False, f"{cmd} accepted: {answer}"
+    return str(answer["error"])
+
+
+async def _result(pair: Pair, job_id: str) -> object:
+    return await sql_value(
+        pair.dsn,
+        "SELECT result::text FROM pgqueue_finished WHERE namespace = $1 AND id = $2",
+        pair.namespace,
+        job_id,
+    )
+
+
+async def test_a_token_less_ack_after_the_connection_dropped_does_not_borrow_the_new_owners_token(
+    pair: Pair,
+) -> None:
+    queue = new_queue()
+    w1, w2, w1_again = await _open(pair), await _open(pair), await _open(pair)
+    try:
+        job_id = await push(w1, queue, 1)
+        assert (await w1.call("PULL", {"queue": queue, "timeout": 5000}))["job"]["id"] == job_id
+        await w1.close()
+        await eventually(lambda: _waiting(w2, job_id), message="released on disconnect")
+        pulled = await w2.call("PULL", {"queue": queue, "owner": "w2", "timeout": 5000})
+        assert pulled["job"]["id"] == job_id
+
+        late = {"id": job_id, "result": "from w1"}
+        assert await _refusal(w1_again, "ACK", late) == f"Lock token required for job {job_id}"
+        heartbeat = await _refusal(w1_again, "JobHeartbeat", {"id": job_id})
+        assert "token" in heartbeat.lower()
+        assert await state(w2, job_id) == "active"
+
+        answer = await w2.call("ACK", {"id": job_id, "token": pulled["token"], "result": "w2"})
+        assert "data" not in answer, f"the owner's ACK was not applied: {answer}"
+        assert await _result(pair, job_id) == '"w2"'
+    finally:
+        for conn in (w1, w2, w1_again):
+            await conn.close()
+
+
+async def test_a_token_less_ack_after_the_reaper_took_the_lease_does_not_complete_the_next_claim(
+    pair: Pair,
+) -> None:
+    queue = new_queue()
+    w1, w2, w1_again = await _open(pair), await _open(pair), await _open(pair)
+    try:
+        job_id = await push(w1, queue, 1)
+        pulled = await w1.call("PULL", {"queue": queue, "timeout": 5000, "detach": True})
+        assert pulled["job"]["id"] == job_id
+        await expire_lease(pair.dsn, pair.namespace, job_id)
+        await eventually(lambda: _waiting(w2, job_id), message="requeued by the reaper")
+        # The next claimant pulls without owner too: neither side holds a token.
+        assert (await w2.call("PULL", {"queue": queue, "timeout": 5000}))["job"]["id"] == job_id
+
+        late = {"id": job_id, "result": "from w1"}
+        assert await _refusal(w1_again, "ACK", late) == f"Lock token required for job {job_id}"
+        assert await _refusal(w1, "ACK", late) == f"Lock token required for job {job_id}"
+        assert await state(w2, job_id) == "active"
+        answer = await w2.call("ACK", {"id": job_id, "result": "w2"})
+        assert "data" not in answer, f"the claimant's own ACK was not applied: {answer}"
+        assert await _result(pair, job_id) == '"w2"'
+    finally:
+        for conn in (w1, w2, w1_again):
+            await conn.close()
+
+
+async def test_a_pool_acks_a_job_pulled_without_owner_on_another_of_its_connections(
+    pair: Pair,
+) -> None:
+    queue = new_queue()
+    pulling, acking = await _open(pair), await _open(pair)
+    try:
+        job_id = await push(pulling, queue, 1)
+        assert (await pulling.call("PULL", {"queue": queue, "timeout": 5000}))["job"]
+        assert (await acking.call("JobHeartbeat", {"id": job_id}))["data"] == {"ok": True}
+        answer = await acking.call("ACKB", {"ids": [job_id], "tokens": [""], "results": [7]})
+        assert "data" not in answer, f"ignored: {answer}"
+        assert await _result(pair, job_id) == "7"
+    finally:
+        await pulling.close()
+        await acking.close()
+
+
+async def _waiting(conn: Connection, job_id: str) -> bool:
+    try:
+        return await state(conn, job_id) == "waiting"
+    except RemoteError:
+        return False
