@@ -14,7 +14,6 @@ import contextlib
 import hmac
 import logging
 import time
-from collections import OrderedDict
 from typing import Any
 
 from pgqueue.config import Config
@@ -24,6 +23,7 @@ from pgqueue.manager.completion import FailItem
 from pgqueue.manager.models import AckItem, ItemOutcome
 from pgqueue.manager.options import JobSpec
 from pgqueue.manager.projection import Projection
+from pgqueue.server.claims import ClaimBook
 from pgqueue.server.groupcommit import Coalescer
 from pgqueue.server.metrics import BrokerMetrics
 from pgqueue.server.request import ClientState
@@ -34,8 +34,6 @@ from pgqueue.server.wire import event_to_wire
 __all__ = ["Broker"]
 
 log = logging.getLogger("pgqueue.broker")
-
-TOKEN_CACHE_SIZE = 200_000
 
 
 class Broker:
@@ -52,7 +50,7 @@ class Broker:
         self.manager = manager or PostgresQueueManager(self.config)
         self.draining = False
         self.started_at = time.time()
-        self._tokens: OrderedDict[str, str] = OrderedDict()
+        self.claims = ClaimBook()
         self.pushes: Coalescer[JobSpec, str] = Coalescer(self.manager.push_specs)
         self.acks: Coalescer[AckItem, ItemOutcome] = Coalescer(self.manager.ack_batch)
         self.fails: Coalescer[FailItem, ItemOutcome] = Coalescer(self.manager.fail_batch)
@@ -100,20 +98,6 @@ class Broker:
         if stale:
             self.metrics.stale_acks.inc(stale)
 
-    # -- tokens handed out by this broker (for clients that ack without one) ----
-
-    def remember_token(self, job_id: str, token: str) -> None:
-        self._tokens[job_id] = token
-        self._tokens.move_to_end(job_id)
-        while len(self._tokens) > TOKEN_CACHE_SIZE:
-            self._tokens.popitem(last=False)
-
-    def recall_token(self, job_id: str) -> str | None:
-        return self._tokens.get(job_id)
-
-    def forget_token(self, job_id: str) -> None:
-        self._tokens.pop(job_id, None)
-
     # -- event subscriptions -------------------------------------------------------
 
     async def subscribe(self, client: ClientState, queue: str, after: str | None) -> None:
@@ -146,8 +130,8 @@ class Broker:
         try:
             if pulled:
                 outcomes = await self.manager.release(pulled)
-                for outcome in outcomes:
-                    self.forget_token(outcome.job_id)
+                for job_id, token in pulled:
+                    self.claims.ended(job_id, token, by_client=False)
                 released = sum(o.applied for o in outcomes)
                 if released:
                     log.info("connection closed: %d pulled jobs back to waiting", released)

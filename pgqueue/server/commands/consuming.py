@@ -24,13 +24,14 @@ async def _pull(req: Request, count: int) -> list[ClaimedJob]:
     lock_ttl = f.opt_int("lockTtl", minimum=1, maximum=MAX_LOCK_TTL_MS)
     timeout = f.opt_int("timeout", minimum=0, maximum=MAX_PULL_TIMEOUT_MS, default=0)
     detach = f.opt_bool("detach", default=False)
+    anonymous = not f.has("owner")  # the reply carries no token
     if req.broker.draining:
         return []
     jobs = await req.manager.pull_batch(
         queue, count, owner=owner or None, lock_ttl_ms=lock_ttl, timeout_ms=timeout
     )
     for job in jobs:
-        req.broker.remember_token(job.id, job.token)
+        req.broker.claims.claimed(job.id, job.token, req.client.client_id, anonymous=anonymous)
         if not detach:
             req.client.pulled[job.id] = job.token
     return jobs
@@ -64,16 +65,19 @@ async def pull_batch(req: Request) -> dict[str, Any]:
 
 
 def _token(req: Request, job_id: str, given: str | None) -> str | None:
-    """The lock token of a job: as sent, or the one this broker handed out."""
+    """The lock token of a job: as sent, or the one of this client's own claim
+    (see :mod:`pgqueue.server.claims` for whose claims a client may write)."""
     if given:
         return given
-    return req.client.pulled.get(job_id) or req.broker.recall_token(job_id)
+    return req.client.pulled.get(job_id) or req.broker.claims.token_for(
+        job_id, req.client.client_id
+    )
 
 
-def _forget(req: Request, outcome: ItemOutcome) -> None:
+def _forget(req: Request, outcome: ItemOutcome, token: str) -> None:
     if outcome.applied or outcome.reason == "already-finalized":
         req.client.pulled.pop(outcome.job_id, None)
-        req.broker.forget_token(outcome.job_id)
+        req.broker.claims.ended(outcome.job_id, token, by_client=outcome.applied)
 
 
 def _aligned(f: Fields, name: str, ids: list[str], command_name: str) -> list[Any] | None:
@@ -108,7 +112,7 @@ async def ack(req: Request) -> dict[str, Any] | None:
     result = f.opt_json_value("result")
     remove = f.opt_bool("removeOnComplete")
     outcome = await req.broker.ack(AckItem(job_id, token, result, remove))
-    _forget(req, outcome)
+    _forget(req, outcome, token)
     return _finalized(outcome)
 
 
@@ -137,8 +141,8 @@ async def ack_batch(req: Request) -> dict[str, Any] | None:
     req.broker.count_stale(outcomes)
     ignored = list(missing)
     positions = [i for i in range(len(ids)) if i not in set(missing)]
-    for index, outcome in zip(positions, outcomes, strict=True):
-        _forget(req, outcome)
+    for index, item, outcome in zip(positions, items, outcomes, strict=True):
+        _forget(req, outcome, item.token)
         if not outcome.applied and outcome.reason != "already-finalized":
             ignored.append(index)
     if not ignored:
@@ -158,7 +162,7 @@ async def fail(req: Request) -> dict[str, Any] | None:
     stack = f.opt_str_list("stack", max_items=1000, max_len=100_000)
     unrecoverable = f.opt_bool("unrecoverable", default=False)
     outcome = await req.broker.fail(FailItem(job_id, token, error, stack, unrecoverable))
-    _forget(req, outcome)
+    _forget(req, outcome, token)
     return _finalized(outcome)
 
 
@@ -181,7 +185,10 @@ async def job_heartbeat(req: Request) -> dict[str, Any]:
     duration = f.opt_int(
         "duration", minimum=1, maximum=MAX_LOCK_TTL_MS, default=req.manager.config.lease_ms
     )
-    [outcome] = await _extend(req, [job_id], [f.opt_str("token")], duration)
+    token = _token(req, job_id, f.opt_str("token"))
+    if token is None:
+        raise ValidationError(f"Lock token required for job {job_id}", field="token")
+    [outcome] = await _extend(req, [job_id], [token], duration)
     if not outcome.applied:
         raise LeaseLost(job_id, "Job not found or not active (or invalid token)")
     return {"data": {"ok": True}}
@@ -201,7 +208,10 @@ async def extend_lock(req: Request) -> dict[str, Any] | None:
     f = req.fields
     job_id = f.job_id("id")
     duration = f.int_("duration", minimum=1, maximum=MAX_LOCK_TTL_MS)
-    [outcome] = await _extend(req, [job_id], [f.opt_str("token")], duration)
+    token = _token(req, job_id, f.opt_str("token"))
+    if token is None:
+        raise ValidationError(f"Lock token required for job {job_id}", field="token")
+    [outcome] = await _extend(req, [job_id], [token], duration)
     if not outcome.applied:
         raise LeaseLost(job_id, "Lock not found or invalid token")
     return None
