@@ -14,6 +14,7 @@ from pgqueue.errors import RemoteError
 from pgqueue.testing import eventually
 from tests.acceptance import command_support as support
 from tests.acceptance.command_support import Pair, new_queue, push, state
+from tests.acceptance.conftest import BrokerFactory
 from tests.helpers import expire_lease, sql_value
 
 pair = support.pair
@@ -114,3 +115,34 @@ async def _waiting(conn: Connection, job_id: str) -> bool:
         return await state(conn, job_id) == "waiting"
     except RemoteError:
         return False
+
+
+async def test_a_draining_broker_keeps_the_leases_that_workers_renew_through_it_for_others(
+    brokers: BrokerFactory,
+) -> None:
+    pulling = brokers.start("pulling", http=False)
+    leaving = brokers.start("leaving", http=False)
+    worker_a = await Connection.open("127.0.0.1", pulling.tcp_port)
+    worker_b = await Connection.open("127.0.0.1", leaving.tcp_port)
+    try:
+        queue = new_queue()
+        job_id = await push(worker_a, queue, 1)
+        pulled = await worker_a.call(
+            "PULL",
+            {"queue": queue, "owner": "w", "lockTtl": 600_000, "timeout": 5000, "detach": True},
+        )
+        token = pulled["token"]
+        # The worker renews through the broker that is about to restart.
+        await worker_b.call("ExtendLock", {"id": job_id, "token": token, "duration": 600_000})
+        await worker_b.close()
+        assert leaving.terminate() == 0
+        assert "broker stopped" in leaving.log()
+
+        assert await state(worker_a, job_id) == "active", (
+            "the drain gave back a lease it did not hold"
+        )
+        answer = await worker_a.call("ACK", {"id": job_id, "token": token, "result": "done"})
+        assert "data" not in answer, f"the worker's ACK was not applied: {answer}"
+    finally:
+        await worker_a.close()
+        await worker_b.close()
