@@ -2,9 +2,11 @@
 
 ``Broker.start()`` starts the manager (its own broker session), then listens.
 ``Broker.stop()`` is the SIGTERM path: stop accepting, let requests in flight
-finish, give back the jobs pulled on every connection, release this
-session's remaining leases (so other brokers can run them at once), end the
-session.  A ``kill -9`` leaves leases that expire on the database clock.
+finish, give back the jobs pulled on its connections (so other brokers can run
+them at once), end the session.  Leases it does not hold stay: a detached
+pull (the SDK, HTTP) and a lease a worker renewed through this broker belong
+to a worker that goes on through other brokers.  A ``kill -9`` leaves leases
+that expire on the database clock.
 """
 
 from __future__ import annotations
@@ -195,6 +197,8 @@ class Broker:
         if self.projection is not None:
             await self.projection.stop()
         self.metrics.up.set(0)
-        await self.manager.close()
+        # The connections' claims went back above; every other lease of this
+        # session is a worker's that lives on through another broker.
+        await self.manager.close(release_leases=False)
         self.stopped.set()
         log.info("broker stopped")
