@@ -146,3 +146,32 @@ async def test_a_draining_broker_keeps_the_leases_that_workers_renew_through_it_
     finally:
         await worker_a.close()
         await worker_b.close()
+
+
+async def test_a_late_ack_with_an_issued_token_is_already_finalized_and_a_forged_one_an_error(
+    pair: Pair,
+) -> None:
+    queue = new_queue()
+    old, new = await _open(pair), await _open(pair)
+    try:
+        job_id = await push(old, queue, 1)
+        first = await old.call("PULL", {"queue": queue, "owner": "old", "timeout": 5000})
+        await expire_lease(pair.dsn, pair.namespace, job_id)
+        await eventually(lambda: _waiting(new, job_id), message="requeued by the reaper")
+        second = await new.call("PULL", {"queue": queue, "owner": "new", "timeout": 5000})
+        await new.call("ACK", {"id": job_id, "token": second["token"], "result": "new"})
+
+        late = await old.call("ACK", {"id": job_id, "token": first["token"], "result": "old"})
+        assert late["data"] == {"applied": False, "reason": "already-finalized"}
+        fence = str(second["token"]).split(":", 1)[0]
+        stale = f"Invalid or expired lock token for job {job_id}"
+        for forged in ("9:abc", f"{fence}:00000000-0000-4000-8000-000000000000", "abc"):
+            assert await _refusal(old, "ACK", {"id": job_id, "token": forged}) == stale
+            fail = {"id": job_id, "token": forged, "error": "x"}
+            assert await _refusal(old, "FAIL", fail) == stale
+            batch = await old.call("ACKB", {"ids": [job_id], "tokens": [forged]})
+            assert batch["data"]["ignoredIndices"] == [0]
+        assert await _result(pair, job_id) == '"new"'
+    finally:
+        await old.close()
+        await new.close()
