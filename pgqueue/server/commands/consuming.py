@@ -140,15 +140,24 @@ async def ack_batch(req: Request) -> dict[str, Any] | None:
     outcomes = await req.manager.ack_batch(items) if items else []
     req.broker.count_stale(outcomes)
     ignored = list(missing)
-    positions = [i for i in range(len(ids)) if i not in set(missing)]
+    finalized: list[int] = []
+    skipped = set(missing)
+    positions = [i for i in range(len(ids)) if i not in skipped]
     for index, item, outcome in zip(positions, items, outcomes, strict=True):
         _forget(req, outcome, item.token)
-        if not outcome.applied and outcome.reason != "already-finalized":
+        if outcome.reason == "already-finalized":
+            finalized.append(index)
+        elif not outcome.applied:
             ignored.append(index)
-    if not ignored:
-        return None
-    ignored.sort()
-    return {"data": {"ignoredIds": [ids[i] for i in ignored], "ignoredIndices": ignored}}
+    data: dict[str, Any] = {}
+    if ignored:
+        ignored.sort()
+        data = {"ignoredIds": [ids[i] for i in ignored], "ignoredIndices": ignored}
+    if finalized:
+        # A pgqueue extension (bunqueue counts these as acked): items whose job an
+        # earlier claim already finished, so this ACK changed nothing.
+        data["finalizedIndices"] = finalized
+    return {"data": data} if data else None
 
 
 @command("FAIL")
