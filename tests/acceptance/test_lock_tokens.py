@@ -9,6 +9,9 @@ whose late ACK or heartbeat arrives after someone else claimed the job.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+
 from pgqueue.client.connection import Connection
 from pgqueue.errors import RemoteError
 from pgqueue.testing import eventually
@@ -175,3 +178,34 @@ async def test_a_late_ack_with_an_issued_token_is_already_finalized_and_a_forged
     finally:
         await old.close()
         await new.close()
+
+
+async def test_a_detached_pull_whose_connection_closed_before_the_reply_gives_the_job_back(
+    pair: Pair,
+) -> None:
+    queue = new_queue()
+    vanishing, producer = await _open(pair), await _open(pair)
+    try:
+        pull = {"queue": queue, "owner": "w", "lockTtl": 600_000, "timeout": 20_000}
+        waiting = asyncio.create_task(vanishing.call("PULL", {**pull, "detach": True}))
+        await vanishing.call("Ping")  # answered after the PULL frame was read: it is in flight
+        await vanishing.close()
+        with contextlib.suppress(Exception):
+            await waiting
+        job_id = await push(producer, queue, 1)  # the pending long poll claims it
+
+        # Its reply has nowhere to go: the job must not sit leased to nobody until
+        # the lease ends and then count as a stall.
+        taken = await producer.call("PULL", {"queue": queue, "owner": "w2", "timeout": 10_000})
+        assert taken["job"] is not None and taken["job"]["id"] == job_id
+        stalls = await sql_value(
+            pair.dsn,
+            "SELECT stall_count FROM pgqueue_jobs WHERE namespace = $1 AND id = $2",
+            pair.namespace,
+            job_id,
+        )
+        assert stalls == 0
+        await producer.call("ACK", {"id": job_id, "token": taken["token"]})
+    finally:
+        await vanishing.close()
+        await producer.close()
