@@ -30,6 +30,12 @@ async def _pull(req: Request, count: int) -> list[ClaimedJob]:
     jobs = await req.manager.pull_batch(
         queue, count, owner=owner or None, lock_ttl_ms=lock_ttl, timeout_ms=timeout
     )
+    if jobs and req.client.closed:
+        # The reply has nowhere to go (the connection closed during a long poll):
+        # give the jobs back now instead of leaving them leased to nobody until
+        # the lease ends and counts as a stall.
+        await req.manager.release([(job.id, job.token) for job in jobs])
+        return []
     for job in jobs:
         req.broker.claims.claimed(job.id, job.token, req.client.client_id, anonymous=anonymous)
         if not detach:
