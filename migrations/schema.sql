@@ -147,7 +147,8 @@ CREATE TABLE public.pgqueue_finished (
     error text,
     stacktrace json,
     removed boolean DEFAULT false NOT NULL,
-    opts jsonb DEFAULT '{}'::jsonb NOT NULL
+    opts jsonb DEFAULT '{}'::jsonb NOT NULL,
+    token_salt uuid
 ) WITH (autovacuum_analyze_scale_factor=0.02, autovacuum_vacuum_insert_scale_factor=0.05, autovacuum_vacuum_scale_factor=0.02);
 
 CREATE TABLE public.pgqueue_job_logs (
@@ -211,7 +212,8 @@ END) STORED NOT NULL,
     opts jsonb DEFAULT '{}'::jsonb NOT NULL,
     dlq_retry_count integer DEFAULT 0 NOT NULL,
     dlq_last_retry_at timestamp with time zone,
-    dlq_entered_at timestamp with time zone
+    dlq_entered_at timestamp with time zone,
+    token_salt uuid DEFAULT gen_random_uuid() NOT NULL
 ) WITH (autovacuum_analyze_scale_factor=0.02, autovacuum_vacuum_cost_delay=0, autovacuum_vacuum_scale_factor=0.01, autovacuum_vacuum_threshold=1000, fillfactor=80);
 
 CREATE TABLE public.pgqueue_leaders (

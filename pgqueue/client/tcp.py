@@ -41,9 +41,11 @@ followed by a GetState, to raise :class:`~pgqueue.errors.JobNotFound` or
 :class:`~pgqueue.errors.InvalidState` as the engine does; ExtendLocks answers a
 count, so when only some leases were renewed each one is extended alone.
 
+``ack`` reports an already-finalized job as not applied, as the embedded
+transport does (the broker lists them in ACKB's ``finalizedIndices``).
+
 Known differences from the embedded transport (limits of the wire answers):
-``ack`` reports an already-finalized job as applied (ACKB lists only stale
-claims in ``ignoredIndices``); ``get_counts`` of a paused queue reports its
+``get_counts`` of a paused queue reports its
 prioritized jobs under ``waiting`` (the broker lumps the ready jobs together
 when paused); event bodies carry only the payload keys the broker's event
 frames carry; a flow node's ``job_id`` becomes its id but not a custom id
@@ -253,7 +255,10 @@ class TcpTransport:
         }
         answer = await self._call("ACKB", fields)
         data = answer.get("data")
-        ignored = set(data.get("ignoredIndices") or []) if isinstance(data, dict) else set()
+        ignored: set[int] = set()
+        if isinstance(data, dict):
+            ignored.update(data.get("ignoredIndices") or [])
+            ignored.update(data.get("finalizedIndices") or [])  # finished by another claim
         return [i not in ignored for i in range(len(items))]
 
     async def fail(self, item: FailRequest) -> bool:

@@ -20,7 +20,14 @@ backoff; :class:`~pgqueue.errors.UnrecoverableError` dead-letters it at once.
 the outstanding acks, and only then stops the heartbeats and closes the
 connection.  Callbacks: ``worker.on("completed", fn)`` (job, result),
 ``"failed"`` (job, error), ``"active"`` (job), ``"error"`` (error),
-``"drained"``, ``"ready"``, ``"closed"``.
+``"lost"`` (job, :class:`~pgqueue.errors.LeaseLost`), ``"drained"``,
+``"ready"``, ``"closed"``.
+
+A job whose lease was lost while its handler ran (it expired and was
+claimed again, maybe already finished by someone else) is not counted as
+completed or failed: its ACK or FAIL is refused or answered "already
+finalized", and the worker emits ``"lost"`` (and ``"error"``) and counts it
+in ``worker.lost``.
 """
 
 from __future__ import annotations
@@ -155,6 +162,7 @@ class Worker(TransportOwner):
         self.id = worker_id or f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         self.processed = 0
         self.failed = 0
+        self.lost = 0  # outcomes refused or already finalized: the lease was lost
         self._limit = _rate_limit(limiter)
         self._limiter = _Limiter(self._limit) if self._limit else None
         self._async = _is_async(processor)
@@ -430,7 +438,7 @@ class Worker(TransportOwner):
             job.returnvalue = result
             self.emit("completed", job, result)
         else:
-            self.emit("error", LeaseLost(job.id))
+            self._lost(job)
 
     async def _fail(self, transport: Transport, job: Job, exc: Exception) -> None:
         assert job.token is not None
@@ -453,7 +461,14 @@ class Worker(TransportOwner):
             job.failed_reason = request.error
             self.emit("failed", job, exc)
         elif not job.completed_in_transaction:
-            self.emit("error", LeaseLost(job.id))
+            self._lost(job)
+
+    def _lost(self, job: Job) -> None:
+        """The outcome of ``job`` was not recorded: its lease had been lost."""
+        self.lost += 1
+        error = LeaseLost(job.id)
+        self.emit("lost", job, error)
+        self.emit("error", error)
 
     # -- heartbeats and the workers registry ---------------------------------------------------
 

@@ -125,8 +125,10 @@ async def _probe(ctx: EngineContext, ex: Executor, ids: list[str], tokens: list[
 
 
 def _miss_reason(row: Row) -> str:
+    """``already-finalized`` only for a token that was issued for the finished job;
+    an unknown or forged token is a stale claim like any other (an error)."""
     if row["finished_state"] is not None and row["live_state"] is None:
-        return "already-finalized"
+        return "already-finalized" if row["token_issued"] else "lease-lost"
     if row["live_state"] is None:
         return "not-found"
     return "lease-lost"

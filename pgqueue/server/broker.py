@@ -2,9 +2,11 @@
 
 ``Broker.start()`` starts the manager (its own broker session), then listens.
 ``Broker.stop()`` is the SIGTERM path: stop accepting, let requests in flight
-finish, give back the jobs pulled on every connection, release this
-session's remaining leases (so other brokers can run them at once), end the
-session.  A ``kill -9`` leaves leases that expire on the database clock.
+finish, give back the jobs pulled on its connections (so other brokers can run
+them at once), end the session.  Leases it does not hold stay: a detached
+pull (the SDK, HTTP) and a lease a worker renewed through this broker belong
+to a worker that goes on through other brokers.  A ``kill -9`` leaves leases
+that expire on the database clock.
 """
 
 from __future__ import annotations
@@ -14,7 +16,6 @@ import contextlib
 import hmac
 import logging
 import time
-from collections import OrderedDict
 from typing import Any
 
 from pgqueue.config import Config
@@ -24,6 +25,7 @@ from pgqueue.manager.completion import FailItem
 from pgqueue.manager.models import AckItem, ItemOutcome
 from pgqueue.manager.options import JobSpec
 from pgqueue.manager.projection import Projection
+from pgqueue.server.claims import ClaimBook
 from pgqueue.server.groupcommit import Coalescer
 from pgqueue.server.metrics import BrokerMetrics
 from pgqueue.server.request import ClientState
@@ -35,8 +37,6 @@ from pgqueue.service import Service
 __all__ = ["Broker"]
 
 log = logging.getLogger("pgqueue.broker")
-
-TOKEN_CACHE_SIZE = 200_000
 
 
 class Broker:
@@ -53,7 +53,7 @@ class Broker:
         self.manager = manager or PostgresQueueManager(self.config)
         self.draining = False
         self.started_at = time.time()
-        self._tokens: OrderedDict[str, str] = OrderedDict()
+        self.claims = ClaimBook()
         # One item per job (or custom id) in a batch: each is decided as if alone.
         self.pushes: Coalescer[JobSpec, str] = Coalescer(
             self.manager.push_specs, key=lambda spec: spec.custom_id
@@ -108,20 +108,6 @@ class Broker:
         if stale:
             self.metrics.stale_acks.inc(stale)
 
-    # -- tokens handed out by this broker (for clients that ack without one) ----
-
-    def remember_token(self, job_id: str, token: str) -> None:
-        self._tokens[job_id] = token
-        self._tokens.move_to_end(job_id)
-        while len(self._tokens) > TOKEN_CACHE_SIZE:
-            self._tokens.popitem(last=False)
-
-    def recall_token(self, job_id: str) -> str | None:
-        return self._tokens.get(job_id)
-
-    def forget_token(self, job_id: str) -> None:
-        self._tokens.pop(job_id, None)
-
     # -- event subscriptions -------------------------------------------------------
 
     async def subscribe(self, client: ClientState, queue: str, after: str | None) -> None:
@@ -154,8 +140,8 @@ class Broker:
         try:
             if pulled:
                 outcomes = await self.manager.release(pulled)
-                for outcome in outcomes:
-                    self.forget_token(outcome.job_id)
+                for job_id, token in pulled:
+                    self.claims.ended(job_id, token, by_client=False)
                 released = sum(o.applied for o in outcomes)
                 if released:
                     log.info("connection closed: %d pulled jobs back to waiting", released)
@@ -224,6 +210,8 @@ class Broker:
         if self.projection is not None:
             await self.projection.stop()
         self.metrics.up.set(0)
-        await self.manager.close()
+        # The connections' claims went back above; every other lease of this
+        # session is a worker's that lives on through another broker.
+        await self.manager.close(release_leases=False)
         self.stopped.set()
         log.info("broker stopped")

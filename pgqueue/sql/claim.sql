@@ -3,7 +3,9 @@
 -- with SKIP LOCKED (the CTE is the fence that keeps LIMIT and locking
 -- together), then lease them on the database clock and bump each fence.
 -- Nothing is claimed when the broker session is not live or the queue is
--- paused.  $1 namespace, $2 queue, $3 count, $4 owner, $5 broker_id,
+-- paused.  The token is "<fence>:<uuid>", the uuid derived from the job's
+-- secret token_salt and the fence: the database can later tell a token it
+-- issued from a forged one (job_outcome_probe).  $1 namespace, $2 queue, $3 count, $4 owner, $5 broker_id,
 -- $6 session_id, $7 lease_ms (NULL: the queue's stall config stallInterval,
 -- else $8, the broker's default).  The first lease of a claim lasts at least
 -- the queue's gracePeriod; every lease ends by the job's timeout.
@@ -37,7 +39,8 @@ WITH session AS (
     UPDATE pgqueue_jobs j
     SET state = 'active',
         fence = j.fence + 1,
-        lease_token = (j.fence + 1)::text || ':' || gen_random_uuid()::text,
+        lease_token = (j.fence + 1)::text || ':'
+            || md5(j.token_salt::text || ':' || (j.fence + 1)::text)::uuid::text,
         lease_owner = $4,
         lease_broker = $5,
         lease_session = $6::uuid,

@@ -46,14 +46,15 @@ WITH input AS (
         timeout_ms, ttl_ms, stall_timeout_ms, remove_on_complete, remove_on_fail,
         custom_id, unique_key, group_id, parent_id, parent_queue, stall_count, fence,
         progress, progress_message, attempt_log, result, failed_reason, error, stacktrace,
-        removed, opts)
+        removed, opts, token_salt)
     SELECT $1, d.id, d.queue, d.name, d.data, d.outcome, d.priority, d.lifo, d.created_at,
            d.started_at, statement_timestamp(), d.new_attempts, d.max_attempts,
            d.backoff_type, d.backoff_ms, d.backoff_max_ms, d.timeout_ms, d.ttl_ms,
            d.stall_timeout_ms, d.remove_on_complete, d.remove_on_fail, d.custom_id,
            d.unique_key, d.group_id, d.parent_id, d.parent_queue, d.stall_count, d.fence,
            d.progress, d.progress_message, d.new_attempt_log, d.result, d.failed_reason,
-           d.error_text, coalesce(d.new_stacktrace, d.stacktrace), d.removed, d.opts
+           d.error_text, coalesce(d.new_stacktrace, d.stacktrace), d.removed, d.opts,
+           d.token_salt
     FROM done d
     ON CONFLICT (namespace, id) DO UPDATE SET
         queue = EXCLUDED.queue, name = EXCLUDED.name, data = EXCLUDED.data,
@@ -72,7 +73,8 @@ WITH input AS (
         progress = EXCLUDED.progress, progress_message = EXCLUDED.progress_message,
         attempt_log = EXCLUDED.attempt_log, result = EXCLUDED.result,
         failed_reason = EXCLUDED.failed_reason, error = EXCLUDED.error,
-        stacktrace = EXCLUDED.stacktrace, removed = EXCLUDED.removed, opts = EXCLUDED.opts
+        stacktrace = EXCLUDED.stacktrace, removed = EXCLUDED.removed, opts = EXCLUDED.opts,
+        token_salt = EXCLUDED.token_salt
 ), dead_lettered AS (
     INSERT INTO pgqueue_dlq AS q (namespace, job_id, queue, reason, error, entered_at, attempts,
                                   retry_count, last_retry_at)
@@ -185,11 +187,19 @@ SELECT r.ord, r.id, r.queue, (extract(epoch FROM r.run_at) * 1000)::float8 AS ru
 FROM requeued r, (SELECT count(*) FROM notified) AS hint
 
 -- name: job_outcome_probe
--- Why a compare-and-set missed: the job's current place and state.
+-- Why a compare-and-set missed: the job's current place and state, and for a
+-- finished job whether the token is one that was issued for it (its fence at
+-- most the final one and its uuid derived from the job's token_salt; rows
+-- archived without a salt accept any well-formed token up to their fence).
 -- $1 namespace, $2 ids, $3 tokens, $4 broker_id, $5 session_id.
 SELECT i.ord, i.id,
        j.state AS live_state,
        f.state AS finished_state,
+       coalesce(t.fence BETWEEN 1 AND f.fence
+                AND (f.token_salt IS NULL
+                     OR i.token = t.fence::text || ':'
+                        || md5(f.token_salt::text || ':' || t.fence::text)::uuid::text),
+                false) AS token_issued,
        (j.state = 'active' AND j.lease_token = i.token
         AND j.lease_until > statement_timestamp()) AS lease_valid,
        coalesce(j.has_dependents, false) AS has_dependents,
@@ -197,6 +207,9 @@ SELECT i.ord, i.id,
                WHERE b.namespace = $1 AND b.broker_id = $4 AND b.session_id = $5::uuid)
            AS session_live
 FROM unnest($2::text[], $3::text[]) WITH ORDINALITY AS i(id, token, ord)
+CROSS JOIN LATERAL (
+    SELECT CASE WHEN i.token ~ '^[0-9]{1,18}:' THEN split_part(i.token, ':', 1)::bigint END
+) AS t(fence)
 LEFT JOIN pgqueue_jobs j ON j.namespace = $1 AND j.id = i.id
 LEFT JOIN pgqueue_finished f ON f.namespace = $1 AND f.id = i.id
 

@@ -210,9 +210,7 @@ async def test_sigterm_drains_and_gives_the_brokers_jobs_back_at_once(
             "PUSHB", {"queue": "q", "jobs": [{"name": "n", "data": i} for i in range(5)]}
         )
     )["ids"]
-    pulled = await worker.call(
-        "PULLB", {"queue": "q", "count": 5, "owner": "w", "lockTtl": 600000, "detach": True}
-    )
+    pulled = await worker.call("PULLB", {"queue": "q", "count": 5, "owner": "w", "lockTtl": 600000})
     assert len(pulled["jobs"]) == 5
     assert leaving.terminate() == 0
     assert "broker stopped" in leaving.log()

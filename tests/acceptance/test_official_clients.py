@@ -24,7 +24,16 @@ from tests.acceptance.clients.runner import (
 )
 from tests.acceptance.conftest import BrokerFactory
 
-TS_SCENARIOS = ["add_worker", "events", "flow", "flow_edits", "dedup", "retry_dlq", "data_order"]
+TS_SCENARIOS = [
+    "add_worker",
+    "events",
+    "flow",
+    "flow_edits",
+    "dedup",
+    "retry_dlq",
+    "data_order",
+    "no_locks",
+]
 PY_SCENARIOS = ["add_worker", "flow", "dedup", "retry_dlq"]
 TOKEN = "client-secret"
 

@@ -25,13 +25,20 @@ async def _pull(req: Request, count: int) -> list[ClaimedJob]:
     timeout = f.opt_int("timeout", minimum=0, maximum=MAX_PULL_TIMEOUT_MS, default=0)
     detach = f.opt_bool("detach", default=False)
     check_pull_group(f)
+    anonymous = not f.has("owner")  # the reply carries no token
     if req.broker.draining:
         return []
     jobs = await req.manager.pull_batch(
         queue, count, owner=owner or None, lock_ttl_ms=lock_ttl, timeout_ms=timeout
     )
+    if jobs and req.client.closed:
+        # The reply has nowhere to go (the connection closed during a long poll):
+        # give the jobs back now instead of leaving them leased to nobody until
+        # the lease ends and counts as a stall.
+        await req.manager.release([(job.id, job.token) for job in jobs])
+        return []
     for job in jobs:
-        req.broker.remember_token(job.id, job.token)
+        req.broker.claims.claimed(job.id, job.token, req.client.client_id, anonymous=anonymous)
         if not detach:
             req.client.pulled[job.id] = job.token
     return jobs
@@ -65,16 +72,19 @@ async def pull_batch(req: Request) -> dict[str, Any]:
 
 
 def _token(req: Request, job_id: str, given: str | None) -> str | None:
-    """The lock token of a job: as sent, or the one this broker handed out."""
+    """The lock token of a job: as sent, or the one of this client's own claim
+    (see :mod:`pgqueue.server.claims` for whose claims a client may write)."""
     if given:
         return given
-    return req.client.pulled.get(job_id) or req.broker.recall_token(job_id)
+    return req.client.pulled.get(job_id) or req.broker.claims.token_for(
+        job_id, req.client.client_id
+    )
 
 
-def _forget(req: Request, outcome: ItemOutcome) -> None:
+def _forget(req: Request, outcome: ItemOutcome, token: str) -> None:
     if outcome.applied or outcome.reason == "already-finalized":
         req.client.pulled.pop(outcome.job_id, None)
-        req.broker.forget_token(outcome.job_id)
+        req.broker.claims.ended(outcome.job_id, token, by_client=outcome.applied)
 
 
 def _aligned(f: Fields, name: str, ids: list[str], command_name: str) -> list[Any] | None:
@@ -109,7 +119,7 @@ async def ack(req: Request) -> dict[str, Any] | None:
     result = f.opt_json_value("result")
     remove = f.opt_bool("removeOnComplete")
     outcome = await req.broker.ack(AckItem(job_id, token, result, remove))
-    _forget(req, outcome)
+    _forget(req, outcome, token)
     return _finalized(outcome)
 
 
@@ -137,15 +147,24 @@ async def ack_batch(req: Request) -> dict[str, Any] | None:
     outcomes = await req.manager.ack_batch(items) if items else []
     req.broker.count_stale(outcomes)
     ignored = list(missing)
-    positions = [i for i in range(len(ids)) if i not in set(missing)]
-    for index, outcome in zip(positions, outcomes, strict=True):
-        _forget(req, outcome)
-        if not outcome.applied and outcome.reason != "already-finalized":
+    finalized: list[int] = []
+    skipped = set(missing)
+    positions = [i for i in range(len(ids)) if i not in skipped]
+    for index, item, outcome in zip(positions, items, outcomes, strict=True):
+        _forget(req, outcome, item.token)
+        if outcome.reason == "already-finalized":
+            finalized.append(index)
+        elif not outcome.applied:
             ignored.append(index)
-    if not ignored:
-        return None
-    ignored.sort()
-    return {"data": {"ignoredIds": [ids[i] for i in ignored], "ignoredIndices": ignored}}
+    data: dict[str, Any] = {}
+    if ignored:
+        ignored.sort()
+        data = {"ignoredIds": [ids[i] for i in ignored], "ignoredIndices": ignored}
+    if finalized:
+        # A pgqueue extension (bunqueue counts these as acked): items whose job an
+        # earlier claim already finished, so this ACK changed nothing.
+        data["finalizedIndices"] = finalized
+    return {"data": data} if data else None
 
 
 @command("FAIL")
@@ -160,7 +179,7 @@ async def fail(req: Request) -> dict[str, Any] | None:
     unrecoverable = f.opt_bool("unrecoverable", default=False)
     f.opt_bool("removeOnFail")  # type-checked; the job's own removeOnFail applies
     outcome = await req.broker.fail(FailItem(job_id, token, error, stack, unrecoverable))
-    _forget(req, outcome)
+    _forget(req, outcome, token)
     return _finalized(outcome)
 
 
@@ -183,7 +202,10 @@ async def job_heartbeat(req: Request) -> dict[str, Any]:
     duration = f.opt_int(
         "duration", minimum=1, maximum=MAX_LOCK_TTL_MS, default=req.manager.config.lease_ms
     )
-    [outcome] = await _extend(req, [job_id], [f.opt_str("token")], duration)
+    token = _token(req, job_id, f.opt_str("token"))
+    if token is None:
+        raise ValidationError(f"Lock token required for job {job_id}", field="token")
+    [outcome] = await _extend(req, [job_id], [token], duration)
     if not outcome.applied:
         raise LeaseLost(job_id, "Job not found or not active (or invalid token)")
     return {"data": {"ok": True}}
@@ -203,7 +225,10 @@ async def extend_lock(req: Request) -> dict[str, Any] | None:
     f = req.fields
     job_id = f.job_id("id")
     duration = f.int_("duration", minimum=1, maximum=MAX_LOCK_TTL_MS)
-    [outcome] = await _extend(req, [job_id], [f.opt_str("token")], duration)
+    token = _token(req, job_id, f.opt_str("token"))
+    if token is None:
+        raise ValidationError(f"Lock token required for job {job_id}", field="token")
+    [outcome] = await _extend(req, [job_id], [token], duration)
     if not outcome.applied:
         raise LeaseLost(job_id, "Lock not found or invalid token")
     return None

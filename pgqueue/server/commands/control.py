@@ -38,14 +38,16 @@ CLEAN_ALIASES = {"wait": "waiting"}
 
 
 def held_token(req: Request, job_id: str) -> str | None:
-    """The lock token this broker handed out for ``job_id`` (this connection's first)."""
-    return req.client.pulled.get(job_id) or req.broker.recall_token(job_id)
+    """The lock token a token-less write of this client may use (see server/claims.py)."""
+    return req.client.pulled.get(job_id) or req.broker.claims.token_for(
+        job_id, req.client.client_id
+    )
 
 
 def forget_claim(req: Request, job_id: str) -> None:
     """The job left the claim this broker handed out: drop the token it kept."""
     req.client.pulled.pop(job_id, None)
-    req.broker.forget_token(job_id)
+    req.broker.claims.ended(job_id, None, by_client=True)
 
 
 async def missing_token_error(req: Request, job_id: str) -> PgQueueError:

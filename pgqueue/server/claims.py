@@ -1,0 +1,94 @@
+"""The claims this broker handed out, for clients that write without a token.
+
+A client that pulls without ``owner`` gets no token in its reply (bunqueue's
+``useLocks: false`` workers, HTTP pulls); it acks, fails, renews and moves
+the job without one, and the broker fills in the claim's token.  The rule
+(docs/guarantees.md, "Token-less writes"): a token-less write acts only on a
+claim that **the same client** made.
+
+- The client that made a claim is the connection (or HTTP request) that
+  pulled it.  It may always write its claim without the token.
+- A claim whose token was handed out (the pull named an ``owner``) belongs to
+  the client that got the token: nobody else gets it filled in.
+- A claim made without ``owner`` is *shared* by the connections of this
+  broker (a bunqueue pool pulls on one connection and acks on another; the
+  wire carries nothing that tells its connections from another client's)
+  only while no earlier claim of the job can still write: it is the job's
+  first claim (fence 1), or the claim before it ended here by its client's
+  own word (a FAIL, a move) and was itself shared-eligible.  A claim that
+  ended without its client's word (its connection closed, the reaper took
+  the lease, a drain, a claim through another broker) leaves its client able
+  to send a late write, so the next claim of that job is written token-less
+  only by the connection that pulled it.
+
+Everything else answers ``Lock token required`` and changes nothing.  The
+book is bounded: a forgotten claim needs its token, a forgotten clean
+record makes the next claim connection-bound; both err on the safe side.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import TypeVar
+
+from pgqueue.manager.completion import parse_fence
+
+__all__ = ["CLAIM_BOOK_SIZE", "Claim", "ClaimBook"]
+
+CLAIM_BOOK_SIZE = 200_000
+
+V = TypeVar("V")
+
+
+@dataclass(frozen=True, slots=True)
+class Claim:
+    """One claim handed out by this broker."""
+
+    token: str
+    client_id: str
+    chained: bool  # no earlier claim of the job can still write
+    shared: bool  # made without owner: other connections may write it token-less
+
+
+class ClaimBook:
+    """Claims by job id, and the fences up to which a job's claims ended cleanly."""
+
+    def __init__(self, capacity: int = CLAIM_BOOK_SIZE) -> None:
+        self._capacity = capacity
+        self._claims: OrderedDict[str, Claim] = OrderedDict()
+        self._clean: OrderedDict[str, int] = OrderedDict()
+
+    def claimed(self, job_id: str, token: str, client_id: str, *, anonymous: bool) -> None:
+        """A pull through this broker claimed ``job_id`` for ``client_id``."""
+        fence = parse_fence(token) or 0
+        previous = self._claims.pop(job_id, None)
+        clean = self._clean.pop(job_id, None)
+        chained = previous is None and (fence == 1 or (clean is not None and clean == fence - 1))
+        self._put(self._claims, job_id, Claim(token, client_id, chained, anonymous and chained))
+
+    def token_for(self, job_id: str, client_id: str) -> str | None:
+        """The token a token-less write of ``client_id`` may use, or None."""
+        claim = self._claims.get(job_id)
+        if claim is None or not (claim.client_id == client_id or claim.shared):
+            return None
+        return claim.token
+
+    def ended(self, job_id: str, token: str | None, *, by_client: bool) -> None:
+        """The claim ``token`` of ``job_id`` (None: whichever is booked) is over:
+        ``by_client`` when its client said so (ack, fail, a move), not when it
+        was taken away (its connection closed)."""
+        claim = self._claims.get(job_id)
+        if claim is None or (token is not None and claim.token != token):
+            return
+        del self._claims[job_id]
+        if by_client and claim.chained:
+            fence = parse_fence(claim.token)
+            if fence is not None:
+                self._put(self._clean, job_id, fence)
+
+    def _put(self, book: OrderedDict[str, V], key: str, value: V) -> None:
+        book[key] = value
+        book.move_to_end(key)
+        while len(book) > self._capacity:
+            book.popitem(last=False)
