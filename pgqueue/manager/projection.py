@@ -41,6 +41,7 @@ log = logging.getLogger("pgqueue.projection")
 ENTRIES_DEFAULT = 100_000
 BYTES_DEFAULT = 64 * 1024 * 1024
 COUNTS_REFRESH_MS_DEFAULT = 1_000
+FEED_SIZE_DEFAULT = 50_000  # events queued for the projection before it reads on its own
 _BASE_BYTES = 240  # slots object, its floats and its place in the LRU map
 
 _STATE_AFTER = {
@@ -114,9 +115,11 @@ class Projection(Service):
         max_entries: int = ENTRIES_DEFAULT,
         max_bytes: int = BYTES_DEFAULT,
         counts_refresh_ms: int = COUNTS_REFRESH_MS_DEFAULT,
+        feed_size: int = FEED_SIZE_DEFAULT,
     ) -> None:
         super().__init__()
         self._manager = manager
+        self.feed_size = feed_size
         self.max_entries = max_entries
         self.max_bytes = max_bytes
         self.counts_refresh_ms = counts_refresh_ms
@@ -264,7 +267,7 @@ class Projection(Service):
     async def run(self) -> None:
         # exact=False: the events this broker has not read yet are applied too.
         self._subscription = await self._manager.subscribe_events(
-            None, maxsize=50_000, tokens=False, exact=False
+            None, maxsize=self.feed_size, tokens=False, exact=False
         )
         self.started.set()
         try:
