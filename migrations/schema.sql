@@ -237,8 +237,8 @@ CREATE TABLE public.pgqueue_queues (
 CREATE TABLE public.pgqueue_webhook_cursor (
     namespace text COLLATE "C" NOT NULL,
     xid bigint NOT NULL,
-    event_id bigint NOT NULL,
-    updated_at timestamp with time zone DEFAULT statement_timestamp() NOT NULL
+    updated_at timestamp with time zone DEFAULT statement_timestamp() NOT NULL,
+    "position" text NOT NULL
 );
 
 CREATE TABLE public.pgqueue_webhook_deliveries (

@@ -1,15 +1,15 @@
 """Webhook delivery on the leader: outbox -> deliveries -> POSTs, at least once.
 
-1. **Fan-out.**  Read the outbox after the namespace's webhook cursor, in
-   commit-safe order (the cursor of :mod:`pgqueue.manager.outbox`, durable in
-   ``pgqueue_webhook_cursor``), one batch per transaction: lock the cursor,
-   read the batch, insert one delivery per (matching enabled webhook, event)
-   and move the cursor past the batch, then commit.  A crash before the
-   commit loses nothing (the next leader reads the batch again), and the
-   unique (webhook, event) key means nothing is ever queued twice.  A long
-   transaction anywhere holds the commit-safe horizon back, so a fast path
-   also queues the committed events beyond the cursor at once; the cursor
-   passes them later (the unique key keeps them single).
+1. **Fan-out.**  Read the outbox after the namespace's webhook cursor with
+   the reader of :mod:`pgqueue.manager.outbox` (the cursor is its resume
+   token, a snapshot position, durable in ``pgqueue_webhook_cursor``), one
+   batch per transaction: lock the cursor, read the batch, insert one
+   delivery per (matching enabled webhook, event) and move the cursor past
+   the batch, then commit.  A crash before the commit loses nothing (the next
+   leader reads the batch again), and the unique (webhook, event) key means
+   nothing is ever queued twice.  A long transaction anywhere (a forgotten
+   prepared transaction) holds nothing back: it only stays in the position's
+   running list, and its events are fanned out when it commits.
 2. **Delivery.**  Claim due deliveries with ``FOR UPDATE SKIP LOCKED``; each
    claim counts an attempt and takes a lease on the database clock.  POST
    outside any transaction (:mod:`~pgqueue.maintenance.webhook_sender`), then
@@ -29,10 +29,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
-from pgqueue import jsontext
 from pgqueue.db.executor import Executor, Row
 from pgqueue.db.queries import Q
 from pgqueue.db.retry import in_transaction
@@ -42,12 +41,12 @@ from pgqueue.maintenance.leader import LeaderElector
 from pgqueue.maintenance.ssrf import AddressGuard
 from pgqueue.maintenance.webhook_sender import Attempt, AttemptResult, WebhookSender
 from pgqueue.manager.context import EngineContext
+from pgqueue.manager.outbox import Batch, Event, ResumeToken, read_batch
 from pgqueue.manager.webhook_policy import backoff_ms, build_body, outbox_types_and_events
 from pgqueue.manager.webhooks import allow_private_of
 from pgqueue.service import Service
 
 __all__ = [
-    "Ahead",
     "Claim",
     "DeliveryReport",
     "DeliverySettings",
@@ -63,7 +62,6 @@ __all__ = [
 log = logging.getLogger("pgqueue.webhooks")
 
 DAY_MS = 86_400_000
-MAX_AHEAD_BATCHES = 4
 IDLE_CURSOR_MOVE_S = 10.0
 UPKEEP_EVERY_S = 60.0
 MIN_PASS_GAP_S = 0.02
@@ -158,131 +156,102 @@ def decide(claim: Claim, result: AttemptResult, settings: DeliverySettings) -> t
 # -- fan-out -------------------------------------------------------------------
 
 
-def _deliveries(rows: list[Row]) -> tuple[list[Any], ...]:
-    """The aligned columns of ``webhook_delivery_queue`` for the matched rows."""
+def _deliveries(events: dict[int, Event], rows: list[Row]) -> tuple[list[Any], ...]:
+    """The aligned columns of ``webhook_delivery_queue`` for the matched events."""
     columns: tuple[list[Any], ...] = ([], [], [], [], [], [], [], [])
     for row in rows:
-        if row["id"] is None:
-            continue
-        payload = jsontext.loads(row["payload"]) if row["payload"] else {}
+        event = events[row["id"]]
         for webhook_id in row["webhook_ids"]:
             delivery_id = uuid7()
             body = build_body(
                 row["event"],
                 delivery_id=delivery_id,
-                event_id=row["id"],
-                timestamp_ms=row["ts"],
-                job_id=row["job_id"],
-                queue=row["queue"],
-                payload=payload,
+                event_id=event.id,
+                timestamp_ms=event.timestamp,
+                job_id=event.job_id,
+                queue=event.queue,
+                payload=event.payload,
             )
             values = (
                 delivery_id,
                 webhook_id,
-                row["id"],
+                event.id,
                 row["event"],
-                row["queue"],
-                row["job_id"],
+                event.queue,
+                event.job_id,
                 body,
-                row["ts"],
+                event.timestamp,
             )
             for column, value in zip(columns, values, strict=True):
                 column.append(value)
     return columns
 
 
-async def _read(
-    db: Executor, namespace: str, xid: int, event_id: int, limit: int, *, safe: bool
-) -> list[Row]:
-    types, events = outbox_types_and_events()
-    return await db.fetch(
-        Q.webhook_fanout_read, namespace, xid, event_id, limit, types, events, safe
+async def _queue(tx: Executor, namespace: str, batch: Batch, max_attempts: int) -> int:
+    """Queue one delivery per (wanting enabled webhook, event) of ``batch``."""
+    events = {e.id: e for e in batch.events if e.type != "gap"}
+    if not events:
+        return 0
+    types, names = outbox_types_and_events()
+    listed = list(events.values())
+    rows = await tx.fetch(
+        Q.webhook_fanout_match,
+        namespace,
+        [e.id for e in listed],
+        [e.xid for e in listed],
+        [e.queue for e in listed],
+        [e.type for e in listed],
+        types,
+        names,
     )
-
-
-async def _queue(
-    db: Executor, namespace: str, columns: tuple[list[Any], ...], max_attempts: int
-) -> int:
+    columns = _deliveries(events, rows)
     if not columns[0]:
         return 0
-    return int(await db.fetchval(Q.webhook_delivery_queue, namespace, *columns, max_attempts))
+    return int(await tx.fetchval(Q.webhook_delivery_queue, namespace, *columns, max_attempts))
 
 
-async def _fan_out_batch(ctx: EngineContext, settings: DeliverySettings) -> tuple[int, int] | None:
-    """The cursor path: one commit-safe batch, queued and passed in one transaction.
-    Returns (events read, deliveries queued), None when no webhook is enabled."""
+async def _fan_out_batch(ctx: EngineContext, settings: DeliverySettings) -> tuple[int, int, bool]:
+    """One batch of the outbox after the durable position, queued and passed in
+    one transaction.  Returns (events read, deliveries queued, whether the
+    read is done); (0, 0, True) also when no webhook is enabled."""
     namespace = ctx.namespace
+    config = replace(ctx.config, event_batch=settings.fanout_batch)
+    position = await ctx.db.fetchval(Q.webhook_cursor_get, namespace)
+    if position is not None:  # a look without the lock: is there anything new?
+        peek = await read_batch(ctx.db, config, ResumeToken.parse(position), None)
+        if peek.done and not peek.events:
+            return 0, 0, True
 
-    async def body(tx: Executor) -> tuple[int, int] | None:
+    async def body(tx: Executor) -> tuple[int, int, bool]:
         await tx.execute(Q.webhook_cursor_ensure, namespace)
-        cursor = await tx.fetchrow(Q.webhook_cursor_lock, namespace)
-        assert cursor is not None
+        locked = await tx.fetchval(Q.webhook_cursor_lock, namespace)
         if not await tx.fetchval(Q.webhook_enabled_any, namespace):
-            await tx.fetchrow(Q.webhook_cursor_jump, namespace)
-            return None
-        rows = await _read(
-            tx, namespace, cursor["xid"], cursor["event_id"], settings.fanout_batch, safe=True
-        )
-        if not rows:
-            return 0, 0
-        queued = await _queue(tx, namespace, _deliveries(rows), settings.max_attempts)
-        await tx.execute(
-            Q.webhook_cursor_advance, namespace, rows[0]["last_xid"], rows[0]["last_id"]
-        )
-        return int(rows[0]["n"]), queued
+            await tx.execute(Q.webhook_cursor_jump, namespace)
+            return 0, 0, True
+        batch = await read_batch(tx, config, ResumeToken.parse(locked), None)
+        if batch.done and not batch.events:
+            return 0, 0, True
+        queued = await _queue(tx, namespace, batch, settings.max_attempts)
+        end = batch.end
+        await tx.execute(Q.webhook_cursor_advance, namespace, str(end), end.seen.xmin)
+        return len(batch.events), queued, batch.done
 
     return await in_transaction(ctx.db, body)
 
 
-@dataclass(slots=True)
-class Ahead:
-    """Where the fast path got to, beyond the durable cursor (memory only)."""
-
-    position: tuple[int, int] = (0, 0)
-
-
-async def _fan_out_ahead(ctx: EngineContext, settings: DeliverySettings, ahead: Ahead) -> int:
-    """The fast path: queue the committed events beyond the cursor at once (a
-    long transaction anywhere holds the commit-safe horizon back).  It moves on
-    from where it got to; an event that commits behind it later is left to the
-    cursor path, which passes everything (the unique (webhook, event) key
-    keeps a delivery single whichever path queues it first)."""
-    cursor = await ctx.db.fetchrow(Q.webhook_cursor_get, ctx.namespace)
-    if cursor is None:
-        return 0
-    position = max((int(cursor["xid"]), int(cursor["event_id"])), ahead.position)
-    queued = 0
-    for _ in range(MAX_AHEAD_BATCHES):
-        rows = await _read(ctx.db, ctx.namespace, *position, settings.fanout_batch, safe=False)
-        if not rows:
-            break
-        queued += await _queue(ctx.db, ctx.namespace, _deliveries(rows), settings.max_attempts)
-        position = (int(rows[0]["last_xid"]), int(rows[0]["last_id"]))
-        if rows[0]["n"] < settings.fanout_batch:
-            break
-    ahead.position = position
-    return queued
-
-
 async def fan_out_once(
-    ctx: EngineContext,
-    settings: DeliverySettings,
-    report: DeliveryReport | None = None,
-    ahead: Ahead | None = None,
+    ctx: EngineContext, settings: DeliverySettings, report: DeliveryReport | None = None
 ) -> DeliveryReport:
-    """Fan out every commit-safe outbox event after the cursor (batch by batch),
-    then the committed events beyond it (the fast path, from ``ahead``)."""
+    """Fan out every outbox event committed since the durable position, batch
+    by batch: whatever transaction holds the xmin horizon back, it only stays
+    in the position's running list (see :mod:`pgqueue.manager.outbox`)."""
     report = report or DeliveryReport()
-    while await ctx.db.fetchval(Q.webhook_cursor_behind, ctx.namespace):
-        done = await _fan_out_batch(ctx, settings)
-        if done is None:
+    while True:
+        read, queued, done = await _fan_out_batch(ctx, settings)
+        report.read += read
+        report.queued += queued
+        if done:
             return report
-        report.read += done[0]
-        report.queued += done[1]
-        if done[0] < settings.fanout_batch:
-            break
-    report.queued += await _fan_out_ahead(ctx, settings, ahead or Ahead())
-    return report
 
 
 # -- delivery ---------------------------------------------------------------------
@@ -389,7 +358,6 @@ class WebhookDelivery(Service):
         self._interval = interval / 1000
         self._wake = asyncio.Event()
         self._flight = _InFlight()
-        self._ahead = Ahead()
         self._next_idle_move = 0.0
         self._next_upkeep = 0.0
         self.report = DeliveryReport()
@@ -431,7 +399,7 @@ class WebhookDelivery(Service):
         now = loop.time()
         active = bool(await self._ctx.db.fetchval(Q.webhook_enabled_any, self._ctx.namespace))
         if active or now >= self._next_idle_move:
-            await fan_out_once(self._ctx, self.settings, self.report, self._ahead)
+            await fan_out_once(self._ctx, self.settings, self.report)
             self._next_idle_move = now + IDLE_CURSOR_MOVE_S
         if now >= self._next_upkeep:
             self.report.pruned += await upkeep_once(self._ctx, self.settings)

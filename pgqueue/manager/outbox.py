@@ -35,7 +35,7 @@ from typing import Any
 
 from pgqueue import jsontext
 from pgqueue.config import Config
-from pgqueue.db.executor import Database, Row
+from pgqueue.db.executor import Database, Executor, Row
 from pgqueue.db.queries import Q
 from pgqueue.errors import PgQueueError, ValidationError
 from pgqueue.manager.notifier import Notifier
@@ -251,7 +251,7 @@ class Batch:
 
 
 async def read_batch(
-    db: Database, config: Config, position: ResumeToken, queue: str | None
+    db: Executor, config: Config, position: ResumeToken, queue: str | None
 ) -> Batch:
     """The next events after ``position`` (of ``queue``, or all), at most ``event_batch``."""
     delta = position.delta

@@ -4,7 +4,8 @@ Two parts, both bounded whatever the backlog:
 
 * **job summaries** — an LRU of ``(state, attempts, progress, timestamps)`` per
   job, capped by entries and by bytes, applied from outbox events as they
-  arrive (fast path on NOTIFY, commit-safe polling as the truth).  Evicted
+  arrive (on a NOTIFY hint, polling as the truth); a failed read is retried
+  from the projection's own position, never from "now".  Evicted
   jobs are simply absent: a miss is answered from PostgreSQL by the caller.
 * **queue counts** — per-queue counts per state, read from PostgreSQL with one
   grouped statement and cached; an event of a queue marks its counts stale,
@@ -20,7 +21,6 @@ PostgreSQL, not here.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import sys
 import time
@@ -41,6 +41,9 @@ log = logging.getLogger("pgqueue.projection")
 ENTRIES_DEFAULT = 100_000
 BYTES_DEFAULT = 64 * 1024 * 1024
 COUNTS_REFRESH_MS_DEFAULT = 1_000
+FEED_RETRY_MIN_S = 0.1
+FEED_RETRY_MAX_S = 5.0
+FEED_SIZE_DEFAULT = 50_000  # events queued for the projection before it reads on its own
 _BASE_BYTES = 240  # slots object, its floats and its place in the LRU map
 
 _STATE_AFTER = {
@@ -114,9 +117,11 @@ class Projection(Service):
         max_entries: int = ENTRIES_DEFAULT,
         max_bytes: int = BYTES_DEFAULT,
         counts_refresh_ms: int = COUNTS_REFRESH_MS_DEFAULT,
+        feed_size: int = FEED_SIZE_DEFAULT,
     ) -> None:
         super().__init__()
         self._manager = manager
+        self.feed_size = feed_size
         self.max_entries = max_entries
         self.max_bytes = max_bytes
         self.counts_refresh_ms = counts_refresh_ms
@@ -262,25 +267,38 @@ class Projection(Service):
     # -- the feed ---------------------------------------------------------------------
 
     async def run(self) -> None:
-        # exact=False: the events this broker has not read yet are applied too.
-        self._subscription = await self._manager.subscribe_events(
-            None, maxsize=50_000, tokens=False, exact=False
-        )
+        # A supervised restart keeps the feed: its position is where this stopped.
+        if self._subscription is None or self._subscription.closed:
+            # exact=False: the events this broker has not read yet are applied too.
+            self._subscription = await self._manager.subscribe_events(
+                None, maxsize=self.feed_size, tokens=False, exact=False
+            )
         self.started.set()
-        try:
-            while True:
-                try:
-                    event = await self._subscription.get()
-                except PgQueueError as exc:
-                    log.warning("projection feed failed: %s; resubscribing", exc)
-                    self._subscription = await self._manager.subscribe_events(
-                        None, tokens=False, exact=False
-                    )
-                    continue
-                self.apply(event)
-                for listener in self.listeners:
-                    listener(event)
-                self.applied.set()
-        finally:
-            with contextlib.suppress(Exception):
-                self._subscription.close()
+        await self._follow(self._subscription)
+
+    async def stop(self) -> None:
+        await super().stop()
+        if self._subscription is not None:
+            self._subscription.close()
+
+    async def _follow(self, feed: Subscription) -> None:
+        """Apply the feed's events.  A failed read leaves the feed where it was
+        (before the first event it did not hand over): it is retried from there,
+        never from "now", so nothing committed meanwhile is skipped (a position
+        lost to retention comes back as a ``gap`` event, which drops the cache)."""
+        delay = FEED_RETRY_MIN_S
+        while not feed.closed:
+            try:
+                event = await feed.get()
+            except PgQueueError as exc:
+                if feed.closed:
+                    return
+                log.warning("projection feed failed: %s; reading again in %.1fs", exc, delay)
+                await asyncio.sleep(delay)  # retry pacing
+                delay = min(delay * 2, FEED_RETRY_MAX_S)
+                continue
+            delay = FEED_RETRY_MIN_S
+            self.apply(event)
+            for listener in self.listeners:
+                listener(event)
+            self.applied.set()

@@ -1,33 +1,20 @@
 -- name: webhook_cursor_ensure
--- Create the namespace's webhook cursor at the commit-safe horizon if it is
--- missing (every older transaction has ended).  $1 namespace.
-INSERT INTO pgqueue_webhook_cursor (namespace, xid, event_id)
-VALUES ($1, pg_snapshot_xmin(pg_current_snapshot())::text::bigint - 1, 9223372036854775807)
+-- Create the namespace's webhook cursor at "now" (the current snapshot: the
+-- events of the transactions finished in it are older than any webhook
+-- registered from here on) if it is missing.  $1 namespace.
+INSERT INTO pgqueue_webhook_cursor (namespace, xid, position)
+VALUES ($1, pg_snapshot_xmin(pg_current_snapshot())::text::bigint, pg_current_snapshot()::text)
 ON CONFLICT (namespace) DO NOTHING
 
 -- name: webhook_cursor_lock
 -- Lock the webhook cursor (fan-out, registration and enabling serialise on
--- it) and return its position.  $1 namespace.
-SELECT c.xid, c.event_id FROM pgqueue_webhook_cursor c WHERE c.namespace = $1 FOR UPDATE
+-- it) and return its position (a resume token of the outbox).  $1 namespace.
+SELECT c.position FROM pgqueue_webhook_cursor c WHERE c.namespace = $1 FOR UPDATE
 
 -- name: webhook_cursor_get
--- The webhook cursor and how far behind the commit-safe horizon it is.
--- $1 namespace.
-SELECT c.xid, c.event_id, (extract(epoch FROM c.updated_at) * 1000)::float8 AS updated_at,
-       pg_snapshot_xmin(pg_current_snapshot())::text::bigint AS horizon
-FROM pgqueue_webhook_cursor c WHERE c.namespace = $1
-
--- name: webhook_cursor_behind
--- Whether the cursor is missing or has commit-safe events after it (a cheap
--- look before the fan-out locks it).  $1 namespace.
-SELECT NOT EXISTS (SELECT 1 FROM pgqueue_webhook_cursor c WHERE c.namespace = $1)
-       OR EXISTS (
-           SELECT 1
-           FROM pgqueue_webhook_cursor c
-           JOIN pgqueue_events e
-             ON e.namespace = c.namespace AND (e.xid, e.id) > (c.xid, c.event_id)
-           WHERE c.namespace = $1
-             AND e.xid < pg_snapshot_xmin(pg_current_snapshot())::text::bigint)
+-- The webhook cursor's position, unlocked (a look before the fan-out locks
+-- it; no row: there is no cursor yet).  $1 namespace.
+SELECT c.position FROM pgqueue_webhook_cursor c WHERE c.namespace = $1
 
 -- name: webhook_enabled_any
 -- Whether the namespace has an enabled webhook.  $1 namespace.
@@ -35,61 +22,38 @@ SELECT EXISTS (SELECT 1 FROM pgqueue_webhooks w WHERE w.namespace = $1 AND w.ena
 
 -- name: webhook_cursor_jump
 -- With no enabled webhook there is nothing to fan out: move the (locked)
--- cursor straight to the commit-safe horizon.  $1 namespace.
+-- cursor straight to "now" (the current snapshot).  $1 namespace.
 UPDATE pgqueue_webhook_cursor c
-SET xid = h.xid, event_id = 9223372036854775807, updated_at = statement_timestamp()
-FROM (SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint - 1 AS xid) h
-WHERE c.namespace = $1 AND (c.xid, c.event_id) < (h.xid, 9223372036854775807)
-RETURNING c.xid, c.event_id
+SET position = pg_current_snapshot()::text,
+    xid = pg_snapshot_xmin(pg_current_snapshot())::text::bigint,
+    updated_at = statement_timestamp()
+WHERE c.namespace = $1
 
--- name: webhook_fanout_read
--- One batch of outbox events after the cursor ($2 xid, $3 id), at most $4:
--- with $7 true, in commit-safe order (as event_read_after: only
--- transactions older than this snapshot's xmin); with $7 false, every
--- committed event (the fast path, ahead of the cursor).  Returns the
--- batch's last position and size on every row, and one row per event that
--- some enabled webhook wants and has no delivery for yet: mapped to its
--- webhook event by the aligned arrays $5 (outbox types) and $6 (webhook
--- events), of the webhook's queue (or any), and committed after the webhook
--- was registered (not visible in its registration snapshot).  Zero rows: no
--- new event.  $1 namespace.
-WITH batch AS (
-    SELECT e.id, e.xid, e.queue, e.job_id, e.type, e.payload, e.created_at
-    FROM pgqueue_events e
-    WHERE e.namespace = $1
-      AND (e.xid, e.id) > ($2::bigint, $3::bigint)
-      AND (NOT $7::bool OR e.xid < pg_snapshot_xmin(pg_current_snapshot())::text::bigint)
-    ORDER BY e.xid, e.id
-    LIMIT $4
-), last AS (
-    SELECT b.xid, b.id, (SELECT count(*) FROM batch)::int AS n
-    FROM batch b
-    ORDER BY b.xid DESC, b.id DESC
-    LIMIT 1
-), matched AS (
-    SELECT b.*, m.event, hooks.ids
-    FROM batch b
-    JOIN unnest($5::text[], $6::text[]) AS m(kind, event) ON m.kind = b.type
-    CROSS JOIN LATERAL (
-        SELECT array_agg(w.id ORDER BY w.id) AS ids
-        FROM pgqueue_webhooks w
-        WHERE w.namespace = $1
-          AND w.enabled
-          AND m.event = ANY (w.events)
-          AND (w.queue IS NULL OR w.queue = b.queue)
-          AND NOT pg_visible_in_snapshot(b.xid::text::xid8, w.created_snapshot)
-          AND NOT EXISTS (SELECT 1 FROM pgqueue_webhook_deliveries d
-                          WHERE d.namespace = $1 AND d.webhook_id = w.id
-                            AND d.event_id = b.id)
-    ) AS hooks
-    WHERE hooks.ids IS NOT NULL
-)
-SELECT l.xid AS last_xid, l.id AS last_id, l.n,
-       x.id, x.queue, x.job_id, x.type, x.payload, x.event, x.ids AS webhook_ids,
-       (extract(epoch FROM x.created_at) * 1000)::float8 AS ts
-FROM last l
-LEFT JOIN matched x ON true
-ORDER BY x.xid, x.id
+-- name: webhook_fanout_match
+-- Which enabled webhooks want which of the outbox events read by the fan-out
+-- (aligned arrays: $2 event ids, $3 their xids, $4 queues, $5 outbox types):
+-- mapped to its webhook event by the aligned arrays $6 (outbox types) and $7
+-- (webhook events), of the webhook's queue (or any), committed after the
+-- webhook was registered (not visible in its registration snapshot), and
+-- with no delivery for that webhook yet.  One row per event some webhook
+-- wants, in (xid, id) order.  $1 namespace.
+SELECT b.id, m.event, hooks.ids AS webhook_ids
+FROM unnest($2::bigint[], $3::bigint[], $4::text[], $5::text[]) AS b(id, xid, queue, type)
+JOIN unnest($6::text[], $7::text[]) AS m(kind, event) ON m.kind = b.type
+CROSS JOIN LATERAL (
+    SELECT array_agg(w.id ORDER BY w.id) AS ids
+    FROM pgqueue_webhooks w
+    WHERE w.namespace = $1
+      AND w.enabled
+      AND m.event = ANY (w.events)
+      AND (w.queue IS NULL OR w.queue = b.queue)
+      AND NOT pg_visible_in_snapshot(b.xid::text::xid8, w.created_snapshot)
+      AND NOT EXISTS (SELECT 1 FROM pgqueue_webhook_deliveries d
+                      WHERE d.namespace = $1 AND d.webhook_id = w.id
+                        AND d.event_id = b.id)
+) AS hooks
+WHERE hooks.ids IS NOT NULL
+ORDER BY b.xid, b.id
 
 -- name: webhook_delivery_queue
 -- Queue deliveries; one already queued for the same (webhook, event) is kept
@@ -110,12 +74,13 @@ WITH queued AS (
 SELECT count(*)::int FROM queued
 
 -- name: webhook_cursor_advance
--- Move the (locked) webhook cursor forward to ($2 xid, $3 id), in the
--- transaction that queued the deliveries of the events up to there.
--- $1 namespace.
+-- Move the (locked) webhook cursor to position $2 (a resume token), in the
+-- transaction that queued the deliveries of the events it passes; $3 its
+-- xmin: every event of a transaction below it was fanned out (retention
+-- keeps the others).  $1 namespace.
 UPDATE pgqueue_webhook_cursor c
-SET xid = $2::bigint, event_id = $3::bigint, updated_at = statement_timestamp()
-WHERE c.namespace = $1 AND (c.xid, c.event_id) < ($2::bigint, $3::bigint)
+SET position = $2::text, xid = $3::bigint, updated_at = statement_timestamp()
+WHERE c.namespace = $1
 
 -- name: webhook_insert
 -- Register a webhook.  $1 namespace, $2 id, $3 url, $4 events, $5 queue

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import asyncio
 
+import psycopg
+
 from pgqueue.manager import PostgresQueueManager
+from pgqueue.manager.outbox import Event
 from pgqueue.manager.projection import Projection
 from pgqueue.testing import eventually
 from tests.conftest import start_manager
@@ -122,3 +125,43 @@ async def test_two_events_of_one_job_read_out_of_order_leave_the_later_state(
     projection.apply(active)
     summary = projection.get("j")
     assert summary is not None and summary.state == "completed"
+
+
+async def test_a_feed_error_resumes_where_the_projection_stopped_and_misses_no_event(
+    manager: PostgresQueueManager, db_dsn: str, namespace: str
+) -> None:
+    """G9: the projection falls behind (its feed is small), and while it catches
+    up from the database every connection of the broker is killed and one
+    more event commits.  The failed read is retried from the projection's own
+    position: the rest of the burst and the event of the outage are applied."""
+    projection = Projection(manager, feed_size=5)
+    outage: list[int] = []
+
+    def kill_the_broker_connections(event: Event) -> None:
+        if projection.stats.events_applied != 5 or outage:
+            return
+        with psycopg.connect(db_dsn, autocommit=True) as conn:
+            rows = conn.execute(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+                " WHERE datname = current_database() AND pid <> pg_backend_pid()"
+                " AND backend_type = 'client backend'"
+            ).fetchall()
+            conn.execute(
+                "INSERT INTO pgqueue_events (namespace, queue, job_id, type, payload)"
+                " VALUES (%s, 'q', 'outage', 'pushed', '{\"name\": \"n\"}')",
+                (namespace,),
+            )
+        outage.append(len(rows))
+
+    projection.listeners.append(kill_the_broker_connections)
+    await projection.start()
+    try:
+        ids = await manager.push_bulk("q", [{"name": "n", "data": i} for i in range(20)])
+        await eventually(lambda: outage, timeout=10, message="the connections were killed")
+        await eventually(
+            lambda: all(projection.get(j) is not None for j in [*ids, "outage"]),
+            timeout=15,
+            message="every event of the burst and of the outage applied",
+        )
+    finally:
+        await projection.stop()

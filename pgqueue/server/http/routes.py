@@ -321,7 +321,9 @@ SYSTEM_ROUTES: tuple[SystemRoute, ...] = (
                 (_p("queue", "string", "only this queue (default: every queue)"), _AFTER)),
     SystemRoute("GET", "/healthz", "live", "Liveness: the process serves", "health", "never"),
     SystemRoute("GET", "/live", "live", "Liveness (alias of /healthz)", "health", "never"),
-    SystemRoute("GET", "/readyz", "ready", "Readiness: database, schema, session, not draining",
+    SystemRoute("GET", "/readyz", "ready",
+                "Readiness: database, schema, session, services (none dead or restarting),"
+                " not draining; warnings (listen, projection, xminHorizon) do not make it 503",
                 "health", "never"),
     SystemRoute("GET", "/ready", "ready", "Readiness (alias of /readyz)", "health", "never"),
     SystemRoute("GET", "/health", "ready", "Readiness (alias of /readyz)", "health", "never"),
