@@ -9,8 +9,8 @@ WHERE s.relname LIKE 'pgqueue\_%'
 ORDER BY s.relname
 
 -- name: xmin_holders
--- What holds the xmin horizon back (blocks vacuum and the outbox's safe
--- cursor): the oldest transactions and snapshots, replication slots and
+-- What holds the xmin horizon back (blocks vacuum and event retention,
+-- which deletes only below it): the oldest transactions and snapshots, replication slots and
 -- prepared transactions, with their age in transactions.
 SELECT 'backend' AS kind, a.pid::text AS holder, a.application_name AS application,
        a.state, left(a.query, 200) AS query,

@@ -31,8 +31,9 @@ HORIZON_WARN_SECONDS = 60.0  # a transaction or snapshot older than this is name
 
 async def _horizon_check(broker: Broker, timeout: float) -> dict[str, Any] | None:
     """What holds the xmin horizon back (it blocks vacuum and event retention):
-    a warning naming a prepared transaction, or a session or slot older than
-    :data:`HORIZON_WARN_SECONDS`.  None when the database does not answer."""
+    a warning naming a prepared transaction, or a session whose transaction is
+    older than :data:`HORIZON_WARN_SECONDS` (slots carry no age in time: the
+    metric names them).  None when the database does not answer."""
     try:
         rows = await asyncio.wait_for(broker.manager.db.fetch(Q.xmin_holders, 5), timeout)
     except (TimeoutError, PgQueueError):
