@@ -83,3 +83,15 @@ async def test_an_ackb_whose_dependent_release_fails_answers_its_committed_acks_
     states = await _states(db_dsn, namespace, [target, dependent])
     assert states == {target: "completed", dependent: "waiting"}
 
+
+async def test_an_ackb_refused_for_one_oversized_result_names_that_item(
+    conn: Connection, db_dsn: str, namespace: str
+) -> None:
+    ids = [await _push(conn, "big") for _ in range(3)]
+    tokens = await _pulled(conn, "big", ids)
+    results = [{"n": 0}, {"n": 1}, "x" * PAYLOAD_LIMIT]
+    answer = await conn.request({"cmd": "ACKB", "ids": ids, "tokens": tokens, "results": results})
+    assert answer["ok"] is False
+    assert answer["error"].startswith("results[2]: Job result too large"), answer["error"]
+    states = await _states(db_dsn, namespace, ids)
+    assert set(states.values()) == {"active"}, "a refused ACKB changed nothing"
