@@ -81,7 +81,7 @@ async def test_an_ackb_whose_dependent_release_fails_answers_its_committed_acks_
     again = await conn.request({"cmd": "ACKB", "ids": [target], "tokens": [tokens[1]]})
     assert again["ok"] is True and "data" not in again, again
     states = await _states(db_dsn, namespace, [target, dependent])
-    assert states == {target: "completed", dependent: "waiting"}
+    assert states == {target: "completed", dependent: "pending"}
 
 
 async def test_an_ackb_refused_for_one_oversized_result_names_that_item(
