@@ -26,7 +26,14 @@ import orjson
 from pgqueue.db.executor import Executor, Row
 from pgqueue.db.queries import Q
 from pgqueue.db.retry import in_transaction
-from pgqueue.errors import AlreadyFinalized, BrokerFenced, JobNotFound, LeaseLost, StorageError
+from pgqueue.errors import (
+    AlreadyFinalized,
+    BrokerFenced,
+    JobNotFound,
+    LeaseLost,
+    StorageError,
+    ValidationError,
+)
 from pgqueue.manager.context import EngineContext
 from pgqueue.manager.models import AckItem, ItemOutcome
 from pgqueue.manager.options import encode_json
@@ -136,6 +143,16 @@ def _miss_reason(row: Row) -> str:
     return "lease-lost"
 
 
+def _result_text(item: AckItem, limit: int) -> str:
+    """The stored text of an ack's result; a refusal names the item (``where``)."""
+    try:
+        return encode_json(item.result, label="result", limit=limit, what="Job result")
+    except ValidationError as exc:
+        if item.where is None:
+            raise
+        raise ValidationError(f"{item.where}: {exc.message}", field=item.where) from exc
+
+
 async def ack_batch(ctx: EngineContext, items: Sequence[AckItem]) -> list[ItemOutcome]:
     """Complete jobs; one outcome per item, in order."""
     if not items:
@@ -149,7 +166,7 @@ async def ack_batch(ctx: EngineContext, items: Sequence[AckItem]) -> list[ItemOu
             parse_fence(item.token),
             "active",
             "completed",
-            encode_json(item.result, label="result", limit=limit, what="Job result"),
+            _result_text(item, limit),
             None,
             None,
             None,

@@ -132,12 +132,16 @@ class JobCounts:
 
 @dataclass(frozen=True, slots=True)
 class AckItem:
-    """One completion in a batch: the job, the token of its claim, its result."""
+    """One completion in a batch: the job, the token of its claim, its result.
+
+    ``where`` names the item in a refusal of its result (``"results[3]"`` for
+    an ACKB entry), as PUSHB names its ``jobs[i]``."""
 
     job_id: str
     token: str
     result: Any = None
     remove_on_complete: bool | None = None
+    where: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -143,9 +143,8 @@ async def ack_batch(req: Request) -> dict[str, Any] | None:
             missing.append(i)
             continue
         entry = Fields({"result": results[i], "remove": removes[i]}, path=f"[{i}].")
-        items.append(
-            AckItem(job_id, token, entry.opt_json_value("result"), entry.opt_bool("remove"))
-        )
+        result, remove = entry.opt_json_value("result"), entry.opt_bool("remove")
+        items.append(AckItem(job_id, token, result, remove, where=f"results[{i}]"))
     outcomes = await req.manager.ack_batch(items) if items else []
     req.broker.count_stale(outcomes)
     ignored = list(missing)
