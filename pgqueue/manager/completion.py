@@ -184,7 +184,7 @@ async def ack_batch(ctx: EngineContext, items: Sequence[AckItem]) -> list[ItemOu
     if missed:
         try:
             await _settle_missed_acks(ctx, items, finish_rows, missed, outcomes)
-        except (StorageError, BrokerFenced) as exc:
+        except (StorageError, BrokerFenced, ValidationError) as exc:
             if all(outcome is None for outcome in outcomes):
                 raise
             # The fast statement committed (G1): its items keep their answer, and

@@ -448,7 +448,7 @@ async def test_a_unique_violation_is_a_storage_error_not_a_connection_error(
         ("55P03", TransientConflict),  # lock_not_available (lock_timeout)
         ("57014", StorageError),  # query_canceled (statement_timeout)
         ("P0001", StorageError),  # raise_exception
-        ("22012", StorageError),  # division_by_zero
+        ("22012", ValidationError),  # division_by_zero: class 22, a data exception
     ],
 )
 async def test_sqlstates_map_to_the_error_tree(
