@@ -21,6 +21,7 @@ from pgqueue.client.transport import (
 )
 from pgqueue.config import Config
 from pgqueue.db.foreign import executor_for_connection
+from pgqueue.errors import IndeterminateCommit
 from pgqueue.manager import PostgresQueueManager
 from pgqueue.manager.admission import admit_in
 from pgqueue.manager.completion import FailItem, complete_in
@@ -88,6 +89,9 @@ class EmbeddedTransport:
         outcomes = await self.manager.ack_batch(
             [AckItem(i.job_id, i.token, i.result) for i in items]
         )
+        errors = [o.error for o in outcomes if o.error is not None]
+        if errors:  # undecided items: sent again by the ack batcher (see tcp.py)
+            raise next((e for e in errors if isinstance(e, IndeterminateCommit)), errors[0])
         return [o.applied for o in outcomes]
 
     async def complete_in(self, connection: Any, job_id: str, token: str, result: Any) -> None:

@@ -75,7 +75,7 @@ _VALIDATION = re.compile(
     r"^jobs\[\d+\]: |must be|is required|too large|too long|invalid characters"
     r"|unknown job option|length must match|token required|is not supported"
     r"|has unknown keys|needs a ttl|invalid event cursor|must not|given twice|at most"
-    r"|unknown [\w ]+ field",
+    r"|unknown [\w ]+ field|refused by the database",
     re.IGNORECASE,
 )
 

@@ -74,7 +74,13 @@ from pgqueue.client.transport import (
     TransportEvent,
 )
 from pgqueue.client.wire_options import flow_entries, job_entry
-from pgqueue.errors import ConnectionLost, InvalidState, JobNotFound, LeaseLost
+from pgqueue.errors import (
+    ConnectionLost,
+    IndeterminateCommit,
+    InvalidState,
+    JobNotFound,
+    LeaseLost,
+)
 from pgqueue.manager.completion import parse_fence
 from pgqueue.manager.options import validate_queue_name
 
@@ -89,6 +95,16 @@ _COUNT_KEYS = (
     "completed",
     "failed",
 )
+
+
+def _raise_undecided(data: Mapping[str, Any]) -> None:
+    """Items an error left undecided (``errorIndices``) fail the send, an
+    indeterminate one first: the ack batcher sends it again with the same
+    tokens, and the items that did apply come back as already finalized."""
+    errors = [str(message) for message in data.get("errors") or []]
+    if errors:
+        found = [remote_error(message) for message in errors]
+        raise next((e for e in found if isinstance(e, IndeterminateCommit)), found[0])
 
 
 class TcpTransport:
@@ -257,6 +273,7 @@ class TcpTransport:
         data = answer.get("data")
         ignored: set[int] = set()
         if isinstance(data, dict):
+            _raise_undecided(data)
             ignored.update(data.get("ignoredIndices") or [])
             ignored.update(data.get("finalizedIndices") or [])  # finished by another claim
         return [i not in ignored for i in range(len(items))]

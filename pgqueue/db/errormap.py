@@ -19,6 +19,7 @@ from pgqueue.errors import (
     IndeterminateCommit,
     PgQueueError,
     StorageError,
+    ValidationError,
 )
 
 __all__ = ["TransientConflict", "is_connection_error", "translate", "translating"]
@@ -36,6 +37,11 @@ def _sqlstate(exc: BaseException) -> str | None:
     if isinstance(exc, psycopg.Error):
         return exc.sqlstate
     return None
+
+
+def _primary(exc: BaseException) -> str:
+    """The first line of a driver error (PostgreSQL's primary message)."""
+    return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
 
 
 def is_connection_error(exc: BaseException) -> bool:
@@ -68,6 +74,10 @@ def translate(exc: BaseException, *, write_sent: bool) -> PgQueueError:
     state = _sqlstate(exc)
     if state in _RETRYABLE_SQLSTATES:
         return TransientConflict(f"transaction conflict ({state}), rolled back")
+    if state and str(state).startswith("22"):
+        # A data exception: a value the column or type cannot hold (out of range,
+        # bad syntax, too long).  The statement failed, nothing of it was written.
+        return ValidationError(f"value refused by the database ({state}): {_primary(exc)}")
     if state == "57014":
         return StorageError("statement timed out (statement_timeout)")
     if is_connection_error(exc):

@@ -14,6 +14,8 @@ from pgqueue.errors import ValidationError
 
 __all__ = [
     "DAY_MS",
+    "INT4_MAX",
+    "MAX_INSTANT_MS",
     "MAX_TOKEN_LENGTH",
     "check_bool",
     "check_int",
@@ -22,6 +24,11 @@ __all__ = [
 ]
 
 DAY_MS = 86_400_000
+INT4_MAX = 2**31 - 1
+"""The largest value an ``integer`` column holds."""
+MAX_INSTANT_MS = 8_640_000_000_000_000
+"""The latest instant taken, in ms since the epoch (JavaScript's ``Date`` range; a
+``timestamptz`` holds it)."""
 MAX_TOKEN_LENGTH = 256
 
 

@@ -7,7 +7,9 @@ has dependents (a flow child, a ``dependsOn`` target) is completed in a
 transaction whose *second* statement releases the dependents: its fresh
 snapshot sees every edge committed before the job row was locked, and an
 admission that comes later finds the job finished.  That is why the fast
-statement skips such jobs instead of resolving them itself.
+statement skips such jobs instead of resolving them itself.  When the second
+transaction fails, the fast statement has committed already: its items are
+answered applied and only the others get the error (``ItemOutcome.error``, G1).
 
 Failures lock the jobs, let :mod:`pgqueue.manager.policy` decide retry or
 dead-letter, and apply both in the same transaction (G5).
@@ -24,7 +26,14 @@ import orjson
 from pgqueue.db.executor import Executor, Row
 from pgqueue.db.queries import Q
 from pgqueue.db.retry import in_transaction
-from pgqueue.errors import AlreadyFinalized, BrokerFenced, JobNotFound, LeaseLost
+from pgqueue.errors import (
+    AlreadyFinalized,
+    BrokerFenced,
+    JobNotFound,
+    LeaseLost,
+    StorageError,
+    ValidationError,
+)
 from pgqueue.manager.context import EngineContext
 from pgqueue.manager.models import AckItem, ItemOutcome
 from pgqueue.manager.options import encode_json
@@ -134,6 +143,16 @@ def _miss_reason(row: Row) -> str:
     return "lease-lost"
 
 
+def _result_text(item: AckItem, limit: int) -> str:
+    """The stored text of an ack's result; a refusal names the item (``where``)."""
+    try:
+        return encode_json(item.result, label="result", limit=limit, what="Job result")
+    except ValidationError as exc:
+        if item.where is None:
+            raise
+        raise ValidationError(f"{item.where}: {exc.message}", field=item.where) from exc
+
+
 async def ack_batch(ctx: EngineContext, items: Sequence[AckItem]) -> list[ItemOutcome]:
     """Complete jobs; one outcome per item, in order."""
     if not items:
@@ -147,7 +166,7 @@ async def ack_batch(ctx: EngineContext, items: Sequence[AckItem]) -> list[ItemOu
             parse_fence(item.token),
             "active",
             "completed",
-            encode_json(item.result, label="result", limit=limit, what="Job result"),
+            _result_text(item, limit),
             None,
             None,
             None,
@@ -163,7 +182,16 @@ async def ack_batch(ctx: EngineContext, items: Sequence[AckItem]) -> list[ItemOu
         outcomes[row["ord"] - 1] = ItemOutcome(row["id"], True)
     missed = [i for i, outcome in enumerate(outcomes) if outcome is None]
     if missed:
-        await _settle_missed_acks(ctx, items, finish_rows, missed, outcomes)
+        try:
+            await _settle_missed_acks(ctx, items, finish_rows, missed, outcomes)
+        except (StorageError, BrokerFenced, ValidationError) as exc:
+            if all(outcome is None for outcome in outcomes):
+                raise
+            # The fast statement committed (G1): its items keep their answer, and
+            # only the undecided ones get the error (indeterminate if it was).
+            for i in missed:
+                if outcomes[i] is None:
+                    outcomes[i] = ItemOutcome(items[i].job_id, False, error=exc)
     return [outcome for outcome in outcomes if outcome is not None]
 
 

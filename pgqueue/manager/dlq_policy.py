@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any, TypedDict
 
 from pgqueue.errors import ValidationError
+from pgqueue.manager.arguments import MAX_INSTANT_MS
 from pgqueue.manager.options import validate_job_id
 
 __all__ = [
@@ -267,7 +268,7 @@ def _instant(label: str, value: object) -> float | None:
         return None
     if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
         raise ValidationError(f"{label} must be a finite number (ms since the epoch)", field=label)
-    if not 0 <= value <= 8_640_000_000_000_000:
+    if not 0 <= value <= MAX_INSTANT_MS:
         raise ValidationError(f"{label} must be a time in ms since the epoch", field=label)
     return float(value)
 

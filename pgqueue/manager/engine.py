@@ -62,6 +62,8 @@ log = logging.getLogger("pgqueue")
 
 
 def _raise_for(outcome: ItemOutcome) -> None:
+    if outcome.error is not None:
+        raise outcome.error
     if outcome.applied:
         return
     if outcome.reason == "already-finalized":

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from pgqueue.errors import PgQueueError
+
 __all__ = [
     "JOB_STATES",
     "AckItem",
@@ -130,12 +132,16 @@ class JobCounts:
 
 @dataclass(frozen=True, slots=True)
 class AckItem:
-    """One completion in a batch: the job, the token of its claim, its result."""
+    """One completion in a batch: the job, the token of its claim, its result.
+
+    ``where`` names the item in a refusal of its result (``"results[3]"`` for
+    an ACKB entry), as PUSHB names its ``jobs[i]``."""
 
     job_id: str
     token: str
     result: Any = None
     remove_on_complete: bool | None = None
+    where: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -145,8 +151,13 @@ class ItemOutcome:
     ``applied`` is true when the transition happened.  Otherwise ``reason`` says
     why: ``already-finalized`` (the job is completed or failed),
     ``lease-lost`` (stale token, fence or lease), ``not-found``.
+
+    ``error`` is set when this item was not decided although others of its
+    batch were (G1): the error that stopped it, an
+    :class:`~pgqueue.errors.IndeterminateCommit` when it may have applied.
     """
 
     job_id: str
     applied: bool
     reason: str | None = None
+    error: PgQueueError | None = None

@@ -18,6 +18,7 @@ from typing import Any
 
 from pgqueue import jsontext
 from pgqueue.errors import ValidationError
+from pgqueue.manager.arguments import MAX_INSTANT_MS
 
 __all__ = [
     "DEFAULT_BACKOFF_MAX_MS",
@@ -366,7 +367,7 @@ def build_job_spec(
             extras[key] = True
     timestamp = options.get("timestamp")
     if timestamp is not None:
-        timestamp = float(reader.check_int("timestamp", timestamp, 0, 8_640_000_000_000_000))
+        timestamp = float(reader.check_int("timestamp", timestamp, 0, MAX_INSTANT_MS))
     return JobSpec(
         queue=queue,
         name=str(name),

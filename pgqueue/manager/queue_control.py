@@ -35,7 +35,7 @@ from pgqueue.db.executor import Executor, Row
 from pgqueue.db.queries import Q, Query
 from pgqueue.db.retry import in_transaction
 from pgqueue.errors import InvalidState, ValidationError
-from pgqueue.manager.arguments import DAY_MS, check_bool, check_int
+from pgqueue.manager.arguments import DAY_MS, MAX_INSTANT_MS, check_bool, check_int
 from pgqueue.manager.context import EngineContext
 from pgqueue.manager.lost_dependencies import drop_dangling_edges, settle_lost_dependencies
 from pgqueue.manager.options import validate_job_id, validate_queue_name
@@ -285,6 +285,8 @@ def _timestamp(value: Any) -> float:
         raise ValidationError("timestamp must be a finite number", field="timestamp")
     if value < 0:
         raise ValidationError("timestamp must be at least 0", field="timestamp")
+    if value > MAX_INSTANT_MS:
+        raise ValidationError(f"timestamp must be at most {MAX_INSTANT_MS}", field="timestamp")
     return float(value)
 
 

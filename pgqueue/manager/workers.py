@@ -21,7 +21,7 @@ from pgqueue.db.executor import Row
 from pgqueue.db.queries import Q
 from pgqueue.errors import ValidationError
 from pgqueue.ids import uuid7
-from pgqueue.manager.arguments import check_int, check_text
+from pgqueue.manager.arguments import INT4_MAX, check_int, check_text
 from pgqueue.manager.context import EngineContext
 from pgqueue.manager.options import validate_job_id, validate_job_name, validate_queue_name
 from pgqueue.manager.rows import ms
@@ -69,8 +69,8 @@ def _worker_dict(row: Row, *, active: bool | None = None) -> dict[str, Any]:
     }
 
 
-def _optional_count(value: int | None, field: str) -> int | None:
-    return None if value is None else check_int(value, field, 0, _COUNTER_LIMIT)
+def _optional_count(value: int | None, field: str, limit: int = _COUNTER_LIMIT) -> int | None:
+    return None if value is None else check_int(value, field, 0, limit)
 
 
 async def register_worker(
@@ -128,7 +128,7 @@ async def worker_heartbeat(
         Q.worker_heartbeat,
         ctx.namespace,
         worker_id,
-        _optional_count(active_jobs, "activeJobs"),
+        _optional_count(active_jobs, "activeJobs", INT4_MAX),
         _optional_count(processed, "processed"),
         _optional_count(failed, "failed"),
     )

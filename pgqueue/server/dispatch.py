@@ -13,16 +13,11 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from pgqueue.errors import (
-    DatabaseUnavailable,
-    IndeterminateCommit,
-    PgQueueError,
-    ProtocolError,
-    StorageError,
-)
+from pgqueue.errors import IndeterminateCommit, PgQueueError, ProtocolError, StorageError
 from pgqueue.protocol import Fields, command_name, request_id
 from pgqueue.server.registry import COMMANDS, NOT_YET
 from pgqueue.server.request import ClientState, Request
+from pgqueue.server.wire import client_message
 
 if TYPE_CHECKING:
     from pgqueue.server.broker import Broker
@@ -40,16 +35,6 @@ def error_response(message: str, req_id: str | None) -> dict[str, Any]:
     if req_id is not None:
         response["reqId"] = req_id
     return response
-
-
-def _client_message(exc: PgQueueError) -> str:
-    if isinstance(exc, IndeterminateCommit):
-        return exc.message
-    if isinstance(exc, DatabaseUnavailable):
-        return "Database unavailable, retry later"
-    if isinstance(exc, StorageError):
-        return "Internal server error"
-    return exc.message
 
 
 async def dispatch(
@@ -88,7 +73,7 @@ async def dispatch(
             log.warning("%s failed: %s", name, exc)
         if on_error is not None:
             on_error(exc)
-        return error_response(_client_message(exc), req_id)
+        return error_response(client_message(exc), req_id)
     except Exception as exc:
         log.exception("%s failed unexpectedly", name)
         if on_error is not None:

@@ -14,6 +14,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
+from pgqueue.errors import DatabaseUnavailable, IndeterminateCommit, PgQueueError, StorageError
 from pgqueue.manager.outbox import Event
 from pgqueue.manager.views import job_view as job_to_wire
 from pgqueue.protocol import Fields
@@ -22,6 +23,7 @@ __all__ = [
     "LEGACY_PENDING_PARENT",
     "WIRE_LABELS",
     "check_pull_group",
+    "client_message",
     "event_to_wire",
     "job_input_from_wire",
     "job_options_from_wire",
@@ -29,6 +31,20 @@ __all__ = [
 ]
 
 LEGACY_PENDING_PARENT = "pending"
+
+
+def client_message(exc: PgQueueError) -> str:
+    """The text a client gets for ``exc``: infrastructure details never leak
+    (``Internal server error``), except an indeterminate commit, whose message
+    tells the client what to do."""
+    if isinstance(exc, IndeterminateCommit):
+        return exc.message
+    if isinstance(exc, DatabaseUnavailable):
+        return "Database unavailable, retry later"
+    if isinstance(exc, StorageError):
+        return "Internal server error"
+    return exc.message
+
 
 WIRE_LABELS: Mapping[str, str] = {
     "attempts": "maxAttempts",

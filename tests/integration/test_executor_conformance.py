@@ -25,7 +25,7 @@ from pgqueue.db.executor import Database, Executor, Listener
 from pgqueue.db.psycopg_db import connect_psycopg
 from pgqueue.db.queries import QueryBook, parse_queries
 from pgqueue.db.retry import in_transaction
-from pgqueue.errors import DatabaseUnavailable, IndeterminateCommit, StorageError
+from pgqueue.errors import DatabaseUnavailable, IndeterminateCommit, StorageError, ValidationError
 from pgqueue.testing import eventually
 from tests.helpers import sql, sql_value
 
@@ -252,10 +252,19 @@ async def test_empty_arrays_round_trip(db: Database) -> None:
     assert row is not None and (row["ta"], row["ba"], row["ja"]) == ([], [], [])
 
 
-async def test_invalid_json_text_is_a_storage_error(db: Database) -> None:
-    with pytest.raises(StorageError, match="22P02") as info:
+@pytest.mark.parametrize("sqlstate", ["22P02", "22003", "22001", "22008"])
+async def test_a_data_exception_is_a_validation_error_not_an_internal_one(
+    db: Database, sqlstate: str
+) -> None:
+    """SQLSTATE class 22 (data exception): a value the column cannot hold (G10)."""
+    with pytest.raises(ValidationError, match="value refused by the database") as info:
+        await db.fetchval(T.raise_sqlstate, sqlstate)
+    assert sqlstate in str(info.value)
+
+
+async def test_invalid_json_text_is_a_validation_error(db: Database) -> None:
+    with pytest.raises(ValidationError, match="22P02"):
         await db.fetchrow(T.echo, None, "{not json", None, None, None, None)
-    assert type(info.value) is StorageError
 
 
 # -- transactions --------------------------------------------------------------
@@ -439,7 +448,7 @@ async def test_a_unique_violation_is_a_storage_error_not_a_connection_error(
         ("55P03", TransientConflict),  # lock_not_available (lock_timeout)
         ("57014", StorageError),  # query_canceled (statement_timeout)
         ("P0001", StorageError),  # raise_exception
-        ("22012", StorageError),  # division_by_zero
+        ("22012", ValidationError),  # division_by_zero: class 22, a data exception
     ],
 )
 async def test_sqlstates_map_to_the_error_tree(

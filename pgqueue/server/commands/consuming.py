@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from pgqueue.errors import JobNotFound, LeaseLost, ValidationError
+from pgqueue.errors import JobNotFound, LeaseLost, PgQueueError, ValidationError
 from pgqueue.manager.claim import MAX_PULL_COUNT, MAX_PULL_TIMEOUT_MS
 from pgqueue.manager.completion import FailItem
 from pgqueue.manager.models import AckItem, ClaimedJob, ItemOutcome
 from pgqueue.protocol import Fields
 from pgqueue.server.registry import command
 from pgqueue.server.request import Request
-from pgqueue.server.wire import check_pull_group, job_to_wire
+from pgqueue.server.wire import check_pull_group, client_message, job_to_wire
 
 MAX_LOCK_TTL_MS = 86_400_000
 MAX_BATCH_ITEMS = 10_000
@@ -100,6 +100,8 @@ def _aligned(f: Fields, name: str, ids: list[str], command_name: str) -> list[An
 
 def _finalized(outcome: ItemOutcome) -> dict[str, Any] | None:
     """bunqueue's answer for a completion: ok, already-finalized, or an error."""
+    if outcome.error is not None:
+        raise outcome.error
     if outcome.applied:
         return None
     if outcome.reason == "already-finalized":
@@ -141,16 +143,19 @@ async def ack_batch(req: Request) -> dict[str, Any] | None:
             missing.append(i)
             continue
         entry = Fields({"result": results[i], "remove": removes[i]}, path=f"[{i}].")
-        items.append(
-            AckItem(job_id, token, entry.opt_json_value("result"), entry.opt_bool("remove"))
-        )
+        result, remove = entry.opt_json_value("result"), entry.opt_bool("remove")
+        items.append(AckItem(job_id, token, result, remove, where=f"results[{i}]"))
     outcomes = await req.manager.ack_batch(items) if items else []
     req.broker.count_stale(outcomes)
     ignored = list(missing)
     finalized: list[int] = []
+    failed: list[tuple[int, PgQueueError]] = []
     skipped = set(missing)
     positions = [i for i in range(len(ids)) if i not in skipped]
     for index, item, outcome in zip(positions, items, outcomes, strict=True):
+        if outcome.error is not None:
+            failed.append((index, outcome.error))
+            continue
         _forget(req, outcome, item.token)
         if outcome.reason == "already-finalized":
             finalized.append(index)
@@ -164,6 +169,11 @@ async def ack_batch(req: Request) -> dict[str, Any] | None:
         # A pgqueue extension (bunqueue counts these as acked): items whose job an
         # earlier claim already finished, so this ACK changed nothing.
         data["finalizedIndices"] = finalized
+    if failed:
+        # A pgqueue extension: items left undecided by an error after others of
+        # the request committed (G1); the request as a whole is not a failure.
+        data["errorIndices"] = [index for index, _ in failed]
+        data["errors"] = [client_message(error) for _, error in failed]
     return {"data": data} if data else None
 
 

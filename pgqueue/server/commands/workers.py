@@ -18,6 +18,7 @@ from __future__ import annotations
 from typing import Any
 
 from pgqueue.errors import ValidationError
+from pgqueue.manager.arguments import INT4_MAX
 from pgqueue.manager.workers import WORKER_NOT_FOUND
 from pgqueue.server.commands.control import held_token
 from pgqueue.server.registry import command
@@ -67,7 +68,7 @@ async def heartbeat(req: Request) -> dict[str, Any]:
     """A worker is alive (``id`` is its worker id), with its own counters."""
     f = req.fields
     worker_id = f.job_id("id")
-    active = f.opt_int("activeJobs", minimum=0, maximum=MAX_COUNTER)
+    active = f.opt_int("activeJobs", minimum=0, maximum=INT4_MAX)
     processed = f.opt_int("processed", minimum=0, maximum=MAX_COUNTER)
     failed = f.opt_int("failed", minimum=0, maximum=MAX_COUNTER)
     await req.manager.worker_heartbeat(worker_id, active, processed, failed)
