@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 
 from pgqueue.client.connection import Connection
 from pgqueue.errors import RemoteError
@@ -208,4 +209,69 @@ async def test_a_detached_pull_whose_connection_closed_before_the_reply_gives_th
         await producer.call("ACK", {"id": job_id, "token": taken["token"]})
     finally:
         await vanishing.close()
+        await producer.close()
+
+
+async def _attempts_and_stalls(dsn: str, namespace: str, job_id: str) -> tuple[int, int]:
+    row = await sql_value(
+        dsn,
+        "SELECT array[attempts, stall_count] FROM pgqueue_jobs WHERE namespace = $1 AND id = $2",
+        namespace,
+        job_id,
+    )
+    return int(row[0]), int(row[1])
+
+
+async def _http_requests(port: int, route: str) -> float:
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    try:
+        writer.write(b"GET /metrics HTTP/1.1\r\nHost: broker\r\nConnection: close\r\n\r\n")
+        text = (await asyncio.wait_for(reader.read(), 10)).decode()
+    finally:
+        writer.close()
+    return sum(
+        float(line.rsplit(" ", 1)[1])
+        for line in text.splitlines()
+        if line.startswith("pgqueue_http_requests_total{") and f'route="{route}"' in line
+    )
+
+
+async def test_an_http_pull_whose_client_went_away_before_the_reply_gives_the_job_back(
+    brokers: BrokerFactory, db_dsn: str, namespace: str
+) -> None:
+    broker = brokers.start("http-pull")
+    producer = await Connection.open("127.0.0.1", broker.tcp_port)
+    route = "/queues/{queue}/jobs/pull-batch"
+    try:
+        queue = new_queue()
+        body = json.dumps({"count": 1, "owner": "w", "lockTtl": 600_000, "timeout": 20_000})
+        reader, writer = await asyncio.open_connection("127.0.0.1", broker.http_port)
+        writer.write(
+            (
+                f"POST /queues/{queue}/jobs/pull-batch HTTP/1.1\r\nHost: broker\r\n"
+                f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n"
+                "Expect: 100-continue\r\n\r\n"
+            ).encode()
+        )
+        # The broker asks for the body once the pull's handler reads it: it is being served.
+        interim = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 10)
+        assert interim.startswith(b"HTTP/1.1 100"), interim
+        writer.write(body.encode())
+        await writer.drain()
+        writer.close()  # the client goes away during the long poll
+        with contextlib.suppress(OSError):
+            await writer.wait_closed()
+        job_id = await push(producer, queue, 1)  # the pending long poll claims it
+
+        async def served() -> bool:
+            return await _http_requests(broker.http_port, route) >= 1
+
+        await eventually(served, message="the abandoned HTTP pull ended")
+        # Its reply had nowhere to go: the job must be back, not leased to nobody
+        # until the lease ends and then counted as a stall.
+        assert await state(producer, job_id) == "waiting"
+        assert await _attempts_and_stalls(db_dsn, namespace, job_id) == (0, 0)
+        taken = await producer.call("PULL", {"queue": queue, "owner": "w2", "timeout": 0})
+        assert taken["job"] is not None and taken["job"]["id"] == job_id
+    finally:
         await producer.close()
