@@ -275,3 +275,42 @@ async def test_an_http_pull_whose_client_went_away_before_the_reply_gives_the_jo
         assert taken["job"] is not None and taken["job"]["id"] == job_id
     finally:
         await producer.close()
+
+
+async def test_a_token_less_progress_on_another_clients_claim_is_refused_and_changes_nothing(
+    pair: Pair,
+) -> None:
+    queue = new_queue()
+    w1, w2, w1_again = await _open(pair), await _open(pair), await _open(pair)
+    try:
+        job_id = await push(w1, queue, 1)
+        assert (await w1.call("PULL", {"queue": queue, "timeout": 5000}))["job"]["id"] == job_id
+        await w1.call("Progress", {"id": job_id, "progress": 10})  # its own claim
+        await w1.close()
+        await eventually(lambda: _waiting(w2, job_id), message="released on disconnect")
+        pulled = await w2.call("PULL", {"queue": queue, "owner": "w2", "timeout": 5000})
+        assert pulled["job"]["id"] == job_id
+        await w2.call("Progress", {"id": job_id, "progress": 50, "token": pulled["token"]})
+
+        late = {"id": job_id, "progress": 99, "message": "from w1"}
+        assert await _refusal(w1_again, "Progress", late) == f"Lock token required for job {job_id}"
+        answer = await w2.call("GetProgress", {"id": job_id})
+        assert answer["progress"] == 50
+    finally:
+        for conn in (w1, w2, w1_again):
+            await conn.close()
+
+
+async def test_a_pool_reports_progress_on_a_job_pulled_without_owner_on_another_connection(
+    pair: Pair,
+) -> None:
+    queue = new_queue()
+    pulling, reporting = await _open(pair), await _open(pair)
+    try:
+        job_id = await push(pulling, queue, 1)
+        assert (await pulling.call("PULL", {"queue": queue, "timeout": 5000}))["job"]
+        await reporting.call("Progress", {"id": job_id, "progress": 42})
+        assert (await reporting.call("GetProgress", {"id": job_id}))["progress"] == 42
+    finally:
+        await pulling.close()
+        await reporting.close()
