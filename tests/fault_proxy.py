@@ -3,7 +3,9 @@
 Real sockets, real server: the proxy forwards bytes both ways and, when armed,
 lets one client message through and then drops the server's answer and closes
 the connection, so the client knows the request was sent but never learns its
-outcome (the indeterminate-commit case of G1).
+outcome (the indeterminate-commit case of G1).  It can also hold a server's answer
+back (and everything after it on that connection) until told to let it through:
+an answer that arrives after its client gave up.
 """
 
 from __future__ import annotations
@@ -37,6 +39,9 @@ class FaultProxy:
         self._writers: set[asyncio.StreamWriter] = set()
         self._trigger: Predicate | None = None
         self.cut = asyncio.Event()
+        self._hold: Predicate | None = None
+        self.holding = asyncio.Event()
+        self._let_through = asyncio.Event()
         self.port = 0
 
     @property
@@ -57,6 +62,16 @@ class FaultProxy:
         server's reply and close that connection."""
         self.cut.clear()
         self._trigger = when
+
+    def hold(self, when: Predicate) -> None:
+        """Hold back the next server message matching ``when`` (and what follows it on
+        that connection) until :meth:`let_through`; :attr:`holding` is set once it is held."""
+        self.holding.clear()
+        self._let_through.clear()
+        self._hold = when
+
+    def let_through(self) -> None:
+        self._let_through.set()
 
     async def close(self) -> None:
         if self._server is not None:
@@ -94,6 +109,10 @@ class FaultProxy:
             while data := await up_reader.read(65536):
                 if doomed.is_set():
                     break
+                if self._hold is not None and self._hold(data):
+                    self._hold = None
+                    self.holding.set()
+                    await self._let_through.wait()
                 writer.write(data)
                 await writer.drain()
 

@@ -3,7 +3,9 @@
 Requests are pipelined: many may be in flight at once; each waits for the
 answer with its ``reqId``.  Frames without a ``reqId`` are server-pushed
 events (``{type: "event"}``) and go to :attr:`events` (:meth:`next_event`);
-an answer that comes after its request gave up (timeout) is dropped.  When
+an answer that comes after its request gave up (timeout, cancellation) goes to
+the request's ``on_late`` callback if it gave one (a pull gives back the jobs
+it claimed), else it is dropped.  When
 the connection breaks, every request in flight fails with
 :class:`ConnectionLost` — for a write that means its outcome is unknown, so
 callers retry writes only with a custom id.  A request refused because the
@@ -18,6 +20,8 @@ import asyncio
 import contextlib
 import itertools
 import logging
+from collections import OrderedDict
+from collections.abc import Callable
 from typing import Any
 
 from pgqueue.errors import (
@@ -35,6 +39,9 @@ __all__ = ["Connection"]
 
 log = logging.getLogger("pgqueue.client")
 
+LateAnswer = Callable[[dict[str, Any]], None]
+MAX_LATE = 1024  # requests given up on whose answer may still come (oldest forgotten)
+
 HELLO = {"protocolVersion": 3, "capabilities": ["pipelining", "separate-job-name", "int64"]}
 """What the SDK says on every connection: bunqueue v3, and 64-bit integers exactly."""
 
@@ -50,6 +57,7 @@ class Connection:
         self.address = address
         self._ids = itertools.count(1)
         self._waiting: dict[str, asyncio.Future[dict[str, Any]]] = {}
+        self._late: OrderedDict[str, LateAnswer] = OrderedDict()
         self.events: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
         self.closed = asyncio.Event()
         self.failure: BaseException | None = None
@@ -113,9 +121,15 @@ class Connection:
         return answer
 
     async def request(
-        self, message: dict[str, Any], *, timeout: float | None = 30.0
+        self,
+        message: dict[str, Any],
+        *,
+        timeout: float | None = 30.0,
+        on_late: LateAnswer | None = None,
     ) -> dict[str, Any]:
-        """Send a raw command map; return the raw answer (ok or not)."""
+        """Send a raw command map; return the raw answer (ok or not).
+
+        ``on_late`` gets the answer if it comes after this call gave up."""
         if self.closed.is_set():
             raise ConnectionLost(f"connection to {self.address} is closed")
         req_id = str(next(self._ids) & 0x7FFFFFFF)
@@ -132,16 +146,41 @@ class Connection:
             ) from exc
         future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
         self._waiting[req_id] = future
+        answered = False
         try:
             self._writer.write(frame)
             async with asyncio.timeout(timeout):
-                return await future
+                answer = await future
+            answered = True
+            return answer
         except TimeoutError as exc:
             raise CommandTimeout(
                 f"{message.get('cmd')} got no answer from {self.address} in {timeout}s"
             ) from exc
         finally:
             self._waiting.pop(req_id, None)
+            if on_late is not None and not answered:
+                self._gave_up(req_id, future, on_late)
+
+    def _gave_up(
+        self, req_id: str, future: asyncio.Future[dict[str, Any]], on_late: LateAnswer
+    ) -> None:
+        """The request stopped waiting: its answer, now or later, goes to ``on_late``."""
+        if future.done() and not future.cancelled():
+            if future.exception() is None:  # it came just as the wait ended
+                self._late_answer(on_late, future.result())
+            return
+        if self.closed.is_set():
+            return
+        self._late[req_id] = on_late
+        while len(self._late) > MAX_LATE:
+            self._late.popitem(last=False)
+
+    def _late_answer(self, on_late: LateAnswer, answer: dict[str, Any]) -> None:
+        try:
+            on_late(answer)
+        except Exception:
+            log.exception("%s: handling a late answer failed", self.address)
 
     def send_raw(self, data: bytes) -> None:
         """Write bytes as they are (tests of the broker's handling of bad input)."""
@@ -173,8 +212,11 @@ class Connection:
             self.events.put_nowait(message)
             return
         future = self._waiting.get(req_id)
+        late = self._late.pop(req_id, None)
         if future is not None and not future.done():
             future.set_result(message)
+        elif late is not None:
+            self._late_answer(late, message)
         else:
             log.debug("%s: dropped a late answer (reqId %s)", self.address, req_id)
 
@@ -198,6 +240,7 @@ class Connection:
 
     def _fail_all(self) -> None:
         self.closed.set()
+        self._late.clear()
         for future in self._waiting.values():
             if not future.done():
                 future.set_exception(

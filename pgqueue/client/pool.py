@@ -37,7 +37,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from pgqueue.client.connection import Connection
+from pgqueue.client.connection import Connection, LateAnswer
 from pgqueue.errors import (
     AuthError,
     CommandTimeout,
@@ -242,8 +242,10 @@ class ConnectionPool:
         timeout: float | None = None,
         retry: bool = False,
         commit_unknown: bool = False,
+        on_late: LateAnswer | None = None,
     ) -> dict[str, Any]:
-        """Send one command map on the least loaded connection; return the raw answer."""
+        """Send one command map on the least loaded connection; return the raw answer
+        (``on_late`` gets an answer that comes after this call gave up)."""
         loop = asyncio.get_running_loop()
         cmd = str(message.get("cmd"))
         deadline = loop.time() + (self.request_timeout if timeout is None else timeout)
@@ -258,7 +260,9 @@ class ConnectionPool:
                     raise self._lost(cmd, conn, commit_unknown) from exc
             self.frames[cmd] += 1
             try:
-                return await conn.request(message, timeout=max(0.001, deadline - loop.time()))
+                return await conn.request(
+                    message, timeout=max(0.001, deadline - loop.time()), on_late=on_late
+                )
             except ConnectionLost as exc:
                 lost = exc
                 continue

@@ -33,7 +33,10 @@ A lease's fence is read from its lock token (``"<fence>:<uuid>"``).  Pulls
 are sent with ``detach: true``: a job pulled over any of the pool's
 connections stays leased until it is acked, failed, released or its lease
 expires (as in the embedded transport), whichever connection carries the
-next command about it.
+next command about it.  A PULLB answer that comes after the pull gave up (its
+timeout; the broker does not serve a request older than that, so only an
+answer in flight arrives late) gives its jobs back at once with MoveToWait and
+their tokens: no attempt is used and no stall counted.
 
 Where a wire answer is ambiguous, the transport asks: ``Job not found or
 cannot be cancelled`` (and bunqueue's other "not found or ..." texts) is
@@ -56,12 +59,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 from collections import Counter
 from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Any
 
 from pgqueue.client.autobatch import AutoBatcher
-from pgqueue.client.connection import Connection
+from pgqueue.client.connection import Connection, LateAnswer
 from pgqueue.client.pool import Backoff, ConnectionPool, Opener
 from pgqueue.client.remote_errors import remote_error
 from pgqueue.client.tcp_events import EventFeeds
@@ -80,11 +84,14 @@ from pgqueue.errors import (
     InvalidState,
     JobNotFound,
     LeaseLost,
+    PgQueueError,
 )
 from pgqueue.manager.completion import parse_fence
 from pgqueue.manager.options import validate_queue_name
 
 __all__ = ["TcpTransport"]
+
+log = logging.getLogger("pgqueue.client")
 
 _COUNT_KEYS = (
     "waiting",
@@ -139,6 +146,7 @@ class TcpTransport:
             )
         self.feeds = EventFeeds(self.pool, ping_interval=settings.ping_interval)
         self._workers: dict[str, dict[str, Any]] = {}
+        self._late_releases: set[asyncio.Task[None]] = set()
         self._closed = False
 
     @classmethod
@@ -161,6 +169,8 @@ class TcpTransport:
         """Send the pushes still waiting in an auto-batch, end event streams, disconnect."""
         if self.batcher is not None:
             await self.batcher.close()
+        if self._late_releases:  # late-pulled jobs go back before the pool closes
+            await asyncio.gather(*self._late_releases, return_exceptions=True)
         self._closed = True
         await self.feeds.close()
         await self.pool.close()
@@ -175,6 +185,7 @@ class TcpTransport:
         retry: bool = False,
         timeout: float | None = None,
         job_id: str | None = None,
+        on_late: LateAnswer | None = None,
     ) -> dict[str, Any]:
         if self._closed:
             raise ConnectionLost(f"the transport is closed; {cmd} was not sent")
@@ -183,6 +194,7 @@ class TcpTransport:
             timeout=timeout,
             retry=read or retry,
             commit_unknown=push,
+            on_late=on_late,
         )
         if answer.get("ok") is True:
             return answer
@@ -253,13 +265,40 @@ class TcpTransport:
             "detach": True,
         }
         wait = timeout_ms / 1000 if isinstance(timeout_ms, int | float) else 0
-        answer = await self._call("PULLB", fields, timeout=self.settings.timeout + max(0, wait))
+        answer = await self._call(
+            "PULLB",
+            fields,
+            timeout=self.settings.timeout + max(0, wait),
+            on_late=self._give_back_late_pull,
+        )
         jobs = answer.get("jobs") or []
         tokens = answer.get("tokens") or []
         return [
             Lease(job, str(token), parse_fence(str(token)) or 0)
             for job, token in zip(jobs, tokens, strict=True)
         ]
+
+    def _give_back_late_pull(self, answer: dict[str, Any]) -> None:
+        """A PULLB answer nobody waits for any more: release the jobs it claimed."""
+        if answer.get("ok") is not True:
+            return
+        jobs, tokens = answer.get("jobs") or [], answer.get("tokens") or []
+        items = [
+            (str(job["id"]), str(token))
+            for job, token in zip(jobs, tokens, strict=False)
+            if isinstance(job, dict) and "id" in job and isinstance(token, str)
+        ]
+        if not items:
+            return
+        task = asyncio.create_task(self._release_late(items), name="pgqueue:late-pull")
+        self._late_releases.add(task)
+        task.add_done_callback(self._late_releases.discard)
+
+    async def _release_late(self, items: list[tuple[str, str]]) -> None:
+        try:
+            await self.release(items)
+        except PgQueueError as exc:  # the leases end on their own
+            log.warning("could not give back %d late-pulled jobs: %s", len(items), exc)
 
     async def ack(self, items: Sequence[AckRequest]) -> list[bool]:
         if not items:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 
 from pgqueue.client.connection import Connection
 from pgqueue.errors import RemoteError
@@ -209,3 +210,107 @@ async def test_a_detached_pull_whose_connection_closed_before_the_reply_gives_th
     finally:
         await vanishing.close()
         await producer.close()
+
+
+async def _attempts_and_stalls(dsn: str, namespace: str, job_id: str) -> tuple[int, int]:
+    row = await sql_value(
+        dsn,
+        "SELECT array[attempts, stall_count] FROM pgqueue_jobs WHERE namespace = $1 AND id = $2",
+        namespace,
+        job_id,
+    )
+    return int(row[0]), int(row[1])
+
+
+async def _http_requests(port: int, route: str) -> float:
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    try:
+        writer.write(b"GET /metrics HTTP/1.1\r\nHost: broker\r\nConnection: close\r\n\r\n")
+        text = (await asyncio.wait_for(reader.read(), 10)).decode()
+    finally:
+        writer.close()
+    return sum(
+        float(line.rsplit(" ", 1)[1])
+        for line in text.splitlines()
+        if line.startswith("pgqueue_http_requests_total{") and f'route="{route}"' in line
+    )
+
+
+async def test_an_http_pull_whose_client_went_away_before_the_reply_gives_the_job_back(
+    brokers: BrokerFactory, db_dsn: str, namespace: str
+) -> None:
+    broker = brokers.start("http-pull")
+    producer = await Connection.open("127.0.0.1", broker.tcp_port)
+    route = "/queues/{queue}/jobs/pull-batch"
+    try:
+        queue = new_queue()
+        body = json.dumps({"count": 1, "owner": "w", "lockTtl": 600_000, "timeout": 20_000})
+        reader, writer = await asyncio.open_connection("127.0.0.1", broker.http_port)
+        writer.write(
+            (
+                f"POST /queues/{queue}/jobs/pull-batch HTTP/1.1\r\nHost: broker\r\n"
+                f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n"
+                "Expect: 100-continue\r\n\r\n"
+            ).encode()
+        )
+        # The broker asks for the body once the pull's handler reads it: it is being served.
+        interim = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 10)
+        assert interim.startswith(b"HTTP/1.1 100"), interim
+        writer.write(body.encode())
+        await writer.drain()
+        writer.close()  # the client goes away during the long poll
+        with contextlib.suppress(OSError):
+            await writer.wait_closed()
+        job_id = await push(producer, queue, 1)  # the pending long poll claims it
+
+        async def served() -> bool:
+            return await _http_requests(broker.http_port, route) >= 1
+
+        await eventually(served, message="the abandoned HTTP pull ended")
+        # Its reply had nowhere to go: the job must be back, not leased to nobody
+        # until the lease ends and then counted as a stall.
+        assert await state(producer, job_id) == "waiting"
+        assert await _attempts_and_stalls(db_dsn, namespace, job_id) == (0, 0)
+        taken = await producer.call("PULL", {"queue": queue, "owner": "w2", "timeout": 0})
+        assert taken["job"] is not None and taken["job"]["id"] == job_id
+    finally:
+        await producer.close()
+
+
+async def test_a_token_less_progress_on_another_clients_claim_is_refused_and_changes_nothing(
+    pair: Pair,
+) -> None:
+    queue = new_queue()
+    w1, w2, w1_again = await _open(pair), await _open(pair), await _open(pair)
+    try:
+        job_id = await push(w1, queue, 1)
+        assert (await w1.call("PULL", {"queue": queue, "timeout": 5000}))["job"]["id"] == job_id
+        await w1.call("Progress", {"id": job_id, "progress": 10})  # its own claim
+        await w1.close()
+        await eventually(lambda: _waiting(w2, job_id), message="released on disconnect")
+        pulled = await w2.call("PULL", {"queue": queue, "owner": "w2", "timeout": 5000})
+        assert pulled["job"]["id"] == job_id
+        await w2.call("Progress", {"id": job_id, "progress": 50, "token": pulled["token"]})
+
+        late = {"id": job_id, "progress": 99, "message": "from w1"}
+        assert await _refusal(w1_again, "Progress", late) == f"Lock token required for job {job_id}"
+        answer = await w2.call("GetProgress", {"id": job_id})
+        assert answer["progress"] == 50
+    finally:
+        for conn in (w1, w2, w1_again):
+            await conn.close()
+
+
+async def test_a_pool_reports_progress_on_a_job_pulled_without_owner_on_another_connection(
+    pair: Pair,
+) -> None:
+    queue = new_queue()
+    pulling, reporting = await _open(pair), await _open(pair)
+    try:
+        job_id = await push(pulling, queue, 1)
+        assert (await pulling.call("PULL", {"queue": queue, "timeout": 5000}))["job"]
+        await reporting.call("Progress", {"id": job_id, "progress": 42})
+        assert (await reporting.call("GetProgress", {"id": job_id}))["progress"] == 42
+    finally:
+        await pulling.close()
+        await reporting.close()

@@ -369,3 +369,40 @@ async def test_events_resume_across_broker_deaths_and_restarts_without_gaps_or_d
         for transport in (*via.values(), consumer):
             await transport.close()
     assert [(e.event_type, e.job_id) for e in events] == [("pushed", i) for i in pushed]
+
+
+async def test_a_pull_answer_that_arrives_after_the_sdk_gave_up_gives_its_jobs_back(
+    single: tuple[BrokerProcess, str], db_dsn: str
+) -> None:
+    broker, namespace = single
+    proxy = FaultProxy(f"postgresql://127.0.0.1:{broker.tcp_port}/broker")
+    await proxy.start()
+    transport = await open_transport(f"pgqueue://127.0.0.1:{proxy.port}", pool=1, timeout=1)
+    try:
+        queue = new_queue()
+        job_id = await transport.push(queue, JobInput("n", 1))
+        proxy.hold(lambda data: b"tokens" in data)  # PULLB's answer is slow to come back
+        with pytest.raises(CommandTimeout):
+            await transport.pull(queue, 1, owner="w", lock_ttl_ms=600_000, timeout_ms=0)
+        assert proxy.holding.is_set(), "the broker did answer: the job was claimed"
+        proxy.let_through()
+
+        # Nobody runs the late-claimed job: it must not stay leased to nobody until
+        # its lease ends and then count as a stall.
+        async def waiting() -> bool:
+            return await transport.get_state(job_id) == "waiting"
+
+        await eventually(waiting, message="the late-claimed job was given back")
+        counts = await sql_value(
+            db_dsn,
+            "SELECT array[attempts, stall_count] FROM pgqueue_jobs"
+            " WHERE namespace = $1 AND id = $2",
+            namespace,
+            job_id,
+        )
+        assert list(counts) == [0, 0]
+        [lease] = await transport.pull(queue, 1, owner="w2", lock_ttl_ms=60_000, timeout_ms=5000)
+        assert lease.job["id"] == job_id
+    finally:
+        await transport.close()
+        await proxy.close()

@@ -26,13 +26,14 @@ async def _pull(req: Request, count: int) -> list[ClaimedJob]:
     detach = f.opt_bool("detach", default=False)
     check_pull_group(f)
     anonymous = not f.has("owner")  # the reply carries no token
-    if req.broker.draining:
+    if req.broker.draining or req.client.closed:
         return []
     jobs = await req.manager.pull_batch(
         queue, count, owner=owner or None, lock_ttl_ms=lock_ttl, timeout_ms=timeout
     )
     if jobs and req.client.closed:
-        # The reply has nowhere to go (the connection closed during a long poll):
+        # The reply has nowhere to go (the connection closed during a long poll,
+        # the HTTP client disconnected):
         # give the jobs back now instead of leaving them leased to nobody until
         # the lease ends and counts as a stall.
         await req.manager.release([(job.id, job.token) for job in jobs])

@@ -2,7 +2,9 @@
 
 ``Progress`` answers ``{ok}`` (the job must be active: ``Job not found`` /
 ``Job is not active (current state: X)``); a ``message`` that is absent (the
-TS worker sends ``undefined``) keeps the previous one.  ``AddLog`` answers
+TS worker sends ``undefined``) keeps the previous one.  Without a token it
+acts only on a claim of this client (the claim book's rule, as for a
+token-less ACK: :mod:`pgqueue.server.claims`), else ``Lock token required``.  ``AddLog`` answers
 ``D{added}``, ``Heartbeat`` ``D{ok: true}`` (``Worker not found``),
 ``RegisterWorker`` the worker (``D{workerId, name, queues, ...}``),
 ``UnregisterWorker`` ``D{removed: true}`` and ``ListWorkers`` ``D{workers,
@@ -20,7 +22,7 @@ from typing import Any
 from pgqueue.errors import ValidationError
 from pgqueue.manager.arguments import INT4_MAX
 from pgqueue.manager.workers import WORKER_NOT_FOUND
-from pgqueue.server.commands.control import held_token
+from pgqueue.server.commands.control import held_token, missing_token_error
 from pgqueue.server.registry import command
 from pgqueue.server.request import Request
 
@@ -51,6 +53,8 @@ async def progress(req: Request) -> None:
     value = f.json_value("progress") if isinstance(raw, dict) else f.number("progress")
     message = f.opt_str("message", max_len=10_000)
     token = f.opt_str("token", max_len=256) or held_token(req, job_id)
+    if token is None:
+        raise await missing_token_error(req, job_id)
     await req.manager.update_progress(job_id, value, message, token)
 
 

@@ -6,6 +6,8 @@ A command route authenticates, reads its JSON body, builds the command map
 :class:`~pgqueue.server.request.ClientState`.  Jobs pulled over HTTP are
 *detached*: they stay leased after the request (ack them with the token, or
 on this broker without one); the lease expiry covers a client that vanishes.
+A pull whose client disconnected before its reply was written gives the jobs
+it claimed back at once (no attempt, no stall), as on TCP.
 While the broker drains, every route but the probes answers 503.
 """
 
@@ -104,6 +106,34 @@ def _observed(state: HttpState, method: str, route: str, handler: Handler) -> Ha
     return observed
 
 
+LONG_POLLS = frozenset({"PULL", "PULLB"})
+"""Commands that may wait: they watch for the client leaving (see ``_pull``)."""
+
+
+async def _watch_disconnect(request: Request, client: ClientState) -> None:
+    """Mark ``client`` closed when its HTTP connection goes away (the body was read)."""
+    while (await request.receive())["type"] != "http.disconnect":
+        pass
+    client.closed = True
+
+
+async def _dispatch(
+    broker: Broker,
+    request: Request,
+    client: ClientState,
+    msg: dict[str, Any],
+    errors: list[Exception],
+) -> dict[str, Any]:
+    if msg.get("cmd") not in LONG_POLLS:
+        return await dispatch(broker, client, msg, on_error=errors.append)
+    watcher = asyncio.create_task(_watch_disconnect(request, client), name="pgqueue:http-gone")
+    try:
+        return await dispatch(broker, client, msg, on_error=errors.append)
+    finally:
+        watcher.cancel()
+        await asyncio.gather(watcher, return_exceptions=True)
+
+
 def _command_handler(state: HttpState, endpoint: Endpoint) -> Handler:
     broker = state.broker
 
@@ -127,7 +157,7 @@ def _command_handler(state: HttpState, endpoint: Endpoint) -> Handler:
         msg = build_command(endpoint, path, query, body)
         client = ClientState(transport="http", authenticated=True, actor=actor)
         errors: list[Exception] = []
-        answer = await dispatch(broker, client, msg, on_error=errors.append)
+        answer = await _dispatch(broker, request, client, msg, errors)
         answer.pop("reqId", None)
         status = status_for_answer(endpoint.command, answer, errors)
         if status == 200 and endpoint.shape is not None:
