@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import asyncpg
+
+from pgqueue.testing import eventually
+
+if TYPE_CHECKING:
+    from pgqueue.manager import PostgresQueueManager
 
 
 async def sql(dsn: str, query: str, *args: Any) -> list[asyncpg.Record]:
@@ -70,3 +75,22 @@ def with_query(dsn: str, **params: object) -> str:
     """``dsn`` with query parameters added (it may already carry some, e.g. ?host=)."""
     extra = "&".join(f"{key}={value}" for key, value in params.items())
     return f"{dsn}{'&' if '?' in dsn else '?'}{extra}"
+
+
+async def trim_until(
+    manager: PostgresQueueManager, queue: str, keep: int, *, at_least: int = 1
+) -> int:
+    """``trim_events`` until at least ``at_least`` events went; returns how many.
+
+    Trimming deletes only below the commit-safe horizon, which any transaction on
+    the server (another test's broker, autovacuum) may hold back for a moment.
+    """
+    deleted = 0
+
+    async def enough() -> bool:
+        nonlocal deleted
+        deleted += await manager.trim_events(queue, keep)
+        return deleted >= at_least
+
+    await eventually(enough, message=f"{at_least} events of {queue!r} trimmed")
+    return deleted

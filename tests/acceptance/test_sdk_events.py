@@ -22,6 +22,7 @@ from tests.acceptance.sdk_support import (  # noqa: F401 - fixtures
     transport_kind,
 )
 from tests.conftest import start_manager
+from tests.helpers import trim_until
 
 
 async def live(queue: Queue, events: QueueEvents) -> None:
@@ -288,7 +289,7 @@ async def test_events_resumed_from_a_pruned_cursor_report_the_lost_range(
     await queue.add_bulk([{"name": "lost"} for _ in range(5)])
     kept = await queue.add("kept", {})
     async with start_manager(db_dsn, module_namespace, broker_id="trimmer") as engine:
-        assert await engine.trim_events(sdk.queue_name, 1) > 0
+        assert await trim_until(engine, sdk.queue_name, 1) > 0
 
     resumed = sdk.events(last_event_id=cursor)
     gaps: list[QueueEvent] = []
