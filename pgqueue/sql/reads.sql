@@ -69,11 +69,6 @@ SELECT 'paused', CASE WHEN coalesce((SELECT paused FROM pgqueue_queues
                                      WHERE namespace = $1 AND queue = $2), false)
                       THEN 1 ELSE 0 END
 
--- name: job_get_many
--- Several live or finished jobs by id.  $1 namespace, $2 ids.
-SELECT j.id, j.queue, j.state, j.lease_token, j.fence
-FROM pgqueue_jobs j WHERE j.namespace = $1 AND j.id = ANY($2::text[])
-
 -- name: job_children_values
 -- Results of a parent's completed children.  $1 namespace, $2 parent id.
 SELECT f.id, f.queue, f.result
