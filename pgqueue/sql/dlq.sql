@@ -173,12 +173,7 @@ WITH picked AS (
     FROM audit a
     RETURNING id, queue
 ), notified AS (
-    SELECT pg_notify('pgqueue_events', json_build_object(
-               'ns', $1::text, 'a', min(e.id), 'b', max(e.id),
-               'q', CASE WHEN count(DISTINCT e.queue) <= 16
-                         THEN array_agg(DISTINCT e.queue) END)::text)
-    FROM events e
-    HAVING count(*) > 0
+    -- include: notify_hint(namespace=$1)
 )
 SELECT coalesce((SELECT array_agg(m.id ORDER BY m.id) FROM moved m), '{}') AS ids,
        coalesce((SELECT array_agg(s.job_id ORDER BY s.job_id) FROM skipped s), '{}') AS skipped,
@@ -257,12 +252,7 @@ WITH picked AS (
     FROM audit a
     RETURNING id, queue
 ), notified AS (
-    SELECT pg_notify('pgqueue_events', json_build_object(
-               'ns', $1::text, 'a', min(e.id), 'b', max(e.id),
-               'q', CASE WHEN count(DISTINCT e.queue) <= 16
-                         THEN array_agg(DISTINCT e.queue) END)::text)
-    FROM events e
-    HAVING count(*) > 0
+    -- include: notify_hint(namespace=$1)
 )
 SELECT coalesce((SELECT array_agg(e.job_id ORDER BY e.job_id) FROM entries e), '{}') AS ids,
        (SELECT count(*) FROM dropped)::int AS rows_dropped,

@@ -45,12 +45,7 @@ WITH edges AS (
     FROM released r WHERE r.state = 'pending'
     RETURNING id, queue
 ), notified AS (
-    SELECT pg_notify('pgqueue_events', json_build_object(
-               'ns', $1::text, 'a', min(e.id), 'b', max(e.id),
-               'q', CASE WHEN count(DISTINCT e.queue) <= 16
-                         THEN array_agg(DISTINCT e.queue) END)::text)
-    FROM events e
-    HAVING count(*) > 0
+    -- include: notify_hint(namespace=$1)
 )
 SELECT (SELECT count(*) FROM edges)::int AS detached,
        (SELECT count(*) FROM events)::int AS released,
