@@ -9,8 +9,10 @@ comment lines right after it document the parameters.
   fragment's ``{slot}`` places first (a sort direction, the parameter that holds
   the namespace).  A fragment is written once, in any file; a slot left unfilled,
   an unknown slot or an unknown fragment fails at load.
-- **Parameters.**  A query names its parameters (``:namespace``, ``:ids``); the
-  loader numbers them ``$1, $2, ...`` in order of first appearance, and callers
+- **Parameters.**  A query names its parameters (``:namespace``, ``:ids``) and its
+  header documents each one; the loader numbers them ``$1, $2, ...`` in the
+  order the header names them (so a raw ``EXPLAIN`` of ``Q.<name>.sql`` knows the
+  positions), and callers
   pass them by name (``tx.fetch(Q.job_get_by_ids, namespace=ns, ids=ids)``): a
   missing or unknown name is a ``TypeError`` at the call.  Older queries still
   number their placeholders themselves (``$n``) and take positional arguments;
@@ -56,7 +58,7 @@ class Query:
 
     @classmethod
     def build(cls, name: str, sql: str, doc: str = "") -> Query:
-        sql, params = _number_named_parameters(name, sql)
+        sql, params = _number_named_parameters(name, sql, doc)
         escaped = sql.replace("%", "%%")
         return cls(
             name=name,
@@ -116,18 +118,27 @@ def _code_spans(sql: str) -> Iterator[tuple[bool, str]]:
     yield True, sql[pos:]
 
 
-def _number_named_parameters(name: str, sql: str) -> tuple[str, tuple[str, ...]]:
-    params: list[str] = []
-
-    def number(match: re.Match[str]) -> str:
-        if match.group(1) not in params:
-            params.append(match.group(1))
-        return f"${params.index(match.group(1)) + 1}"
-
-    pieces = [_NAMED.sub(number, text) if code else text for code, text in _code_spans(sql)]
-    if params and any(code and _PLACEHOLDER.search(t) for code, t in _code_spans(sql)):
+def _number_named_parameters(name: str, sql: str, doc: str) -> tuple[str, tuple[str, ...]]:
+    """``:name`` → ``$n``, numbered in the order the header documents them."""
+    used: list[str] = []
+    for code, text in _code_spans(sql):
+        if code:
+            used.extend(n for n in _NAMED.findall(text) if n not in used)
+    if not used:
+        return sql, ()
+    if any(code and _PLACEHOLDER.search(text) for code, text in _code_spans(sql)):
         raise ValueError(f"query {name} mixes named (:name) and numbered ($n) parameters")
-    return "".join(pieces), tuple(params)
+    params = tuple(dict.fromkeys(_NAMED.findall(doc)))
+    if set(params) != set(used):
+        raise ValueError(
+            f"query {name}: the header documents {sorted(params)}, the SQL uses {sorted(used)}"
+        )
+    number = {param: f"${i}" for i, param in enumerate(params, start=1)}
+    pieces = [
+        _NAMED.sub(lambda m: number[m.group(1)], text) if code else text
+        for code, text in _code_spans(sql)
+    ]
+    return "".join(pieces), params
 
 
 @dataclass(frozen=True, slots=True)

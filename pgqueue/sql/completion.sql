@@ -210,26 +210,8 @@ WITH edges AS (
     DELETE FROM pgqueue_dependencies d
     WHERE d.namespace = $1 AND d.depends_on = ANY($2::text[])
     RETURNING d.job_id
-), counts AS (
-    SELECT job_id, count(*)::int AS n FROM edges GROUP BY job_id
-), released AS (
-    UPDATE pgqueue_jobs j
-    SET pending_deps = greatest(j.pending_deps - c.n, 0),
-        state = CASE WHEN j.state = 'waiting-children' AND j.pending_deps - c.n <= 0
-                     THEN 'pending' ELSE j.state END,
-        run_at = CASE WHEN j.state = 'waiting-children' AND j.pending_deps - c.n <= 0
-                      THEN greatest(j.run_at, statement_timestamp()) ELSE j.run_at END
-    FROM counts c
-    WHERE j.namespace = $1 AND j.id = c.job_id
-    RETURNING j.id, j.queue, j.state
-), events AS (
-    INSERT INTO pgqueue_events (namespace, queue, job_id, type, payload)
-    SELECT $1, r.queue, r.id, 'waiting', '{"prev": "waiting-children"}'::jsonb
-    FROM released r WHERE r.state = 'pending'
-    RETURNING id, queue
-), notified AS (
-    -- include: notify_hint(namespace=$1)
-)
+),
+-- include: dependency_release(namespace=$1)
 SELECT r.id, r.queue, r.state FROM released r, (SELECT count(*) FROM notified) AS hint
 
 -- name: job_lock_waiting_parents

@@ -124,9 +124,9 @@ def test_every_shipped_query_that_changes_rows_is_marked_as_writing() -> None:
             assert query.writes, name
 
 
-def test_named_parameters_are_numbered_in_order_of_first_use() -> None:
+def test_named_parameters_are_numbered_in_the_order_the_header_documents_them() -> None:
     [query] = parse_queries(
-        "-- name: q\n-- :ns namespace, :ids ids.\n"
+        "-- name: q\n-- :ns namespace, :ids ids (:ns again).\n"
         "SELECT * FROM t WHERE ns = :ns AND id = ANY(:ids::text[]) AND ns2 = :ns\n"
         "  AND label = ':not_a_param' AND x::text = 'a' -- :nor_this\n"
     ).values()
@@ -140,7 +140,8 @@ def test_named_parameters_are_numbered_in_order_of_first_use() -> None:
 
 
 def test_a_call_must_name_exactly_the_declared_parameters() -> None:
-    [named] = parse_queries("-- name: q\nSELECT :a, :b").values()
+    [named] = parse_queries("-- name: q\n-- :a and :b.\nSELECT :b, :a").values()
+    assert named.sql == "SELECT $2, $1"
     [numbered] = parse_queries("-- name: p\nSELECT $1").values()
     with pytest.raises(TypeError, match=r"query q: missing \['b'\], unknown \['c'\]"):
         named.arguments((), {"a": 1, "c": 2})
@@ -153,7 +154,14 @@ def test_a_call_must_name_exactly_the_declared_parameters() -> None:
 
 def test_a_query_uses_one_parameter_style() -> None:
     with pytest.raises(ValueError, match="query q mixes named"):
-        parse_queries("-- name: q\nSELECT :a, $2")
+        parse_queries("-- name: q\n-- :a.\nSELECT :a, $2")
+
+
+def test_every_named_parameter_is_documented_in_the_header_and_only_those() -> None:
+    with pytest.raises(ValueError, match=r"query q: the header documents \['a'\], the SQL uses"):
+        parse_queries("-- name: q\n-- :a.\nSELECT :a, :b")
+    with pytest.raises(ValueError, match=r"documents \['a', 'c'\], the SQL uses \['a'\]"):
+        parse_queries("-- name: q\n-- :a, :c.\nSELECT :a")
 
 
 def test_a_fragment_is_included_with_its_slots_filled_and_is_not_a_query() -> None:
