@@ -295,30 +295,36 @@ WHERE d.namespace = $1
 GROUP BY d.queue
 ORDER BY d.queue
 
+-- fragment: queue_config_get
+-- The stored {column} of a queue (NULL: defaults).  $1 namespace, $2 queue.
+SELECT {column} FROM pgqueue_queues WHERE namespace = $1 AND queue = $2
+
+-- fragment: queue_config_merge
+-- Merge the validated patch $4 into queue $2's {column} (over the defaults $3
+-- when none is stored yet), atomically; registers the queue when new.
+-- $1 namespace.  Returns the config now stored.
+INSERT INTO pgqueue_queues AS q (namespace, queue, {column})
+VALUES ($1, $2, $3::jsonb || $4::jsonb)
+ON CONFLICT (namespace, queue) DO UPDATE
+    SET {column} = $3::jsonb || coalesce(q.{column}, '{}'::jsonb) || $4::jsonb
+RETURNING {column}
+
 -- name: queue_dlq_config_get
 -- The stored DLQ config of a queue (NULL: defaults).  $1 namespace, $2 queue.
-SELECT dlq_config FROM pgqueue_queues WHERE namespace = $1 AND queue = $2
+-- include: queue_config_get(column=dlq_config)
 
 -- name: queue_dlq_config_merge
 -- Merge the validated patch $4 into queue $2's DLQ config (over the defaults
 -- $3 when none is stored yet), atomically; registers the queue when new.
 -- $1 namespace.  Returns the config now stored.
-INSERT INTO pgqueue_queues AS q (namespace, queue, dlq_config)
-VALUES ($1, $2, $3::jsonb || $4::jsonb)
-ON CONFLICT (namespace, queue) DO UPDATE
-    SET dlq_config = $3::jsonb || coalesce(q.dlq_config, '{}'::jsonb) || $4::jsonb
-RETURNING dlq_config
+-- include: queue_config_merge(column=dlq_config)
 
 -- name: queue_stall_config_get
 -- The stored stall config of a queue (NULL: defaults).  $1 namespace, $2 queue.
-SELECT stall_config FROM pgqueue_queues WHERE namespace = $1 AND queue = $2
+-- include: queue_config_get(column=stall_config)
 
 -- name: queue_stall_config_merge
 -- Merge the validated patch $4 into queue $2's stall config (over the
 -- defaults $3 when none is stored yet), atomically; registers the queue when
 -- new.  $1 namespace.  Returns the config now stored.
-INSERT INTO pgqueue_queues AS q (namespace, queue, stall_config)
-VALUES ($1, $2, $3::jsonb || $4::jsonb)
-ON CONFLICT (namespace, queue) DO UPDATE
-    SET stall_config = $3::jsonb || coalesce(q.stall_config, '{}'::jsonb) || $4::jsonb
-RETURNING stall_config
+-- include: queue_config_merge(column=stall_config)
