@@ -56,21 +56,23 @@ class ConnectionExecutor:
     def __init__(self, conn: asyncpg.Connection) -> None:
         self._conn = conn
 
-    async def fetch(self, query: Query, *args: Any) -> list[Row]:
+    async def fetch(self, query: Query, /, *args: Any, **params: Any) -> list[Row]:
         with translating(write_sent=False):
-            return cast(list[Row], await self._conn.fetch(query.sql, *args))
+            rows = await self._conn.fetch(query.sql, *query.arguments(args, params))
+            return cast(list[Row], rows)
 
-    async def fetchrow(self, query: Query, *args: Any) -> Row | None:
+    async def fetchrow(self, query: Query, /, *args: Any, **params: Any) -> Row | None:
         with translating(write_sent=False):
-            return cast(Row | None, await self._conn.fetchrow(query.sql, *args))
+            row = await self._conn.fetchrow(query.sql, *query.arguments(args, params))
+            return cast(Row | None, row)
 
-    async def fetchval(self, query: Query, *args: Any) -> Any:
+    async def fetchval(self, query: Query, /, *args: Any, **params: Any) -> Any:
         with translating(write_sent=False):
-            return await self._conn.fetchval(query.sql, *args)
+            return await self._conn.fetchval(query.sql, *query.arguments(args, params))
 
-    async def execute(self, query: Query, *args: Any) -> None:
+    async def execute(self, query: Query, /, *args: Any, **params: Any) -> None:
         with translating(write_sent=False):
-            await self._conn.execute(query.sql, *args)
+            await self._conn.execute(query.sql, *query.arguments(args, params))
 
 
 class _AsyncpgListener:
@@ -114,21 +116,23 @@ class AsyncpgDatabase:
         self._pool = pool
         self._connect_kwargs = dict(connect_kwargs)
 
-    async def fetch(self, query: Query, *args: Any) -> list[Row]:
+    async def fetch(self, query: Query, /, *args: Any, **params: Any) -> list[Row]:
         with translating(write_sent=query.writes):
-            return cast(list[Row], await self._pool.fetch(query.sql, *args))
+            rows = await self._pool.fetch(query.sql, *query.arguments(args, params))
+            return cast(list[Row], rows)
 
-    async def fetchrow(self, query: Query, *args: Any) -> Row | None:
+    async def fetchrow(self, query: Query, /, *args: Any, **params: Any) -> Row | None:
         with translating(write_sent=query.writes):
-            return cast(Row | None, await self._pool.fetchrow(query.sql, *args))
+            row = await self._pool.fetchrow(query.sql, *query.arguments(args, params))
+            return cast(Row | None, row)
 
-    async def fetchval(self, query: Query, *args: Any) -> Any:
+    async def fetchval(self, query: Query, /, *args: Any, **params: Any) -> Any:
         with translating(write_sent=query.writes):
-            return await self._pool.fetchval(query.sql, *args)
+            return await self._pool.fetchval(query.sql, *query.arguments(args, params))
 
-    async def execute(self, query: Query, *args: Any) -> None:
+    async def execute(self, query: Query, /, *args: Any, **params: Any) -> None:
         with translating(write_sent=query.writes):
-            await self._pool.execute(query.sql, *args)
+            await self._pool.execute(query.sql, *query.arguments(args, params))
 
     @contextlib.asynccontextmanager
     async def transaction(self) -> AsyncIterator[Executor]:

@@ -41,30 +41,30 @@ class ConnectionExecutor:
         self._conn = conn
         self._write_sent = autocommit
 
-    async def fetch(self, query: Query, *args: Any) -> list[Row]:
+    async def fetch(self, query: Query, /, *args: Any, **params: Any) -> list[Row]:
         with translating(write_sent=self._write_sent and query.writes):
             # Dict rows and JSON as text whatever the connection's own settings
             # (it may be an application's connection: transactional enqueue).
             cur = self._conn.cursor(row_factory=dict_row)
             _configure_adapters(cur)
-            await cur.execute(query.psycopg_sql, _params(args))
+            await cur.execute(query.psycopg_sql, _params(query.arguments(args, params)))
             if cur.description is None:
                 return []
             return cast(list[Row], await cur.fetchall())
 
-    async def fetchrow(self, query: Query, *args: Any) -> Row | None:
-        rows = await self.fetch(query, *args)
+    async def fetchrow(self, query: Query, /, *args: Any, **params: Any) -> Row | None:
+        rows = await self.fetch(query, *args, **params)
         return rows[0] if rows else None
 
-    async def fetchval(self, query: Query, *args: Any) -> Any:
-        row = await self.fetchrow(query, *args)
+    async def fetchval(self, query: Query, /, *args: Any, **params: Any) -> Any:
+        row = await self.fetchrow(query, *args, **params)
         if row is None:
             return None
         return next(iter(cast(Mapping[str, Any], row).values()))
 
-    async def execute(self, query: Query, *args: Any) -> None:
+    async def execute(self, query: Query, /, *args: Any, **params: Any) -> None:
         with translating(write_sent=self._write_sent and query.writes):
-            await self._conn.execute(query.psycopg_sql, _params(args))
+            await self._conn.execute(query.psycopg_sql, _params(query.arguments(args, params)))
 
 
 class _PsycopgListener:
@@ -109,21 +109,21 @@ class PsycopgDatabase:
         self._pool = pool
         self._settings = dict(settings)
 
-    async def fetch(self, query: Query, *args: Any) -> list[Row]:
+    async def fetch(self, query: Query, /, *args: Any, **params: Any) -> list[Row]:
         async with self._connection() as conn:
-            return await ConnectionExecutor(conn, autocommit=True).fetch(query, *args)
+            return await ConnectionExecutor(conn, autocommit=True).fetch(query, *args, **params)
 
-    async def fetchrow(self, query: Query, *args: Any) -> Row | None:
+    async def fetchrow(self, query: Query, /, *args: Any, **params: Any) -> Row | None:
         async with self._connection() as conn:
-            return await ConnectionExecutor(conn, autocommit=True).fetchrow(query, *args)
+            return await ConnectionExecutor(conn, autocommit=True).fetchrow(query, *args, **params)
 
-    async def fetchval(self, query: Query, *args: Any) -> Any:
+    async def fetchval(self, query: Query, /, *args: Any, **params: Any) -> Any:
         async with self._connection() as conn:
-            return await ConnectionExecutor(conn, autocommit=True).fetchval(query, *args)
+            return await ConnectionExecutor(conn, autocommit=True).fetchval(query, *args, **params)
 
-    async def execute(self, query: Query, *args: Any) -> None:
+    async def execute(self, query: Query, /, *args: Any, **params: Any) -> None:
         async with self._connection() as conn:
-            await ConnectionExecutor(conn, autocommit=True).execute(query, *args)
+            await ConnectionExecutor(conn, autocommit=True).execute(query, *args, **params)
 
     @contextlib.asynccontextmanager
     async def _connection(self) -> AsyncIterator[psycopg.AsyncConnection[Any]]:

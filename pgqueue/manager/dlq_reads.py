@@ -8,6 +8,8 @@ expiries derive from the queue's *current* DLQ config, on the database clock.
 
 from __future__ import annotations
 
+from typing import Any
+
 import orjson
 
 from pgqueue.db.queries import Q
@@ -21,10 +23,28 @@ __all__ = [
     "audit_records",
     "entry_blockers",
     "list_entries",
+    "selection_params",
     "stats",
 ]
 
 DEFAULT_DLQ_CONFIG_JSON = orjson.dumps(DEFAULT_DLQ_CONFIG).decode()
+
+
+SELECTION_PARAMS = (
+    "job_ids",
+    "reason",
+    "older_than_ms",
+    "newer_than_ms",
+    "retriable",
+    "expired",
+    "limit",
+)
+"""The names of the DLQ queries' selection parameters, in :meth:`DlqFilter.args` order."""
+
+
+def selection_params(selection: DlqFilter) -> dict[str, Any]:
+    """A selection as the named parameters of ``dlq_list`` / ``dlq_redrive`` / ``dlq_delete``."""
+    return dict(zip(SELECTION_PARAMS, selection.args(), strict=True))
 
 
 async def list_entries(
@@ -33,11 +53,11 @@ async def list_entries(
     """One page of a queue's DLQ, oldest entry first."""
     rows = await ctx.db.fetch(
         Q.dlq_list,
-        ctx.namespace,
-        queue,
-        *selection.args(),
-        DEFAULT_DLQ_CONFIG_JSON,
-        offset,
+        namespace=ctx.namespace,
+        queue=queue,
+        **selection_params(selection),
+        default_config=DEFAULT_DLQ_CONFIG_JSON,
+        offset=offset,
     )
     return [
         DlqEntry(

@@ -7,14 +7,36 @@ database clock (G5: ``run_at = db_now + base * 2^(attempts-1)``, capped).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal, get_args
 
 __all__ = [
+    "FAILURE_REASONS",
     "FailureDecision",
+    "FailureReason",
+    "StallAction",
     "StallDecision",
     "backoff_delay_ms",
     "decide_failure",
     "decide_stall",
 ]
+
+
+FailureReason = Literal[
+    "explicit_fail",
+    "max_attempts_exceeded",
+    "timeout",
+    "stalled",
+    "ttl_expired",
+    "worker_lost",
+    "unknown",
+    "dependency_failed",
+]
+"""Why a job failed or was dead-lettered (``failed_reason``; the CHECK of ``pgqueue_dlq``)."""
+
+FAILURE_REASONS: tuple[FailureReason, ...] = get_args(FailureReason)
+
+StallAction = Literal["requeue", "retry", "dead_letter"]
+"""What the reaper does with a job whose lease ended."""
 
 
 def backoff_delay_ms(kind: str, base_ms: int, max_ms: int, attempt: int) -> int:
@@ -39,7 +61,7 @@ class FailureDecision:
     """Retry after ``delay_ms``, or dead-letter with ``reason``."""
 
     dead_letter: bool
-    reason: str | None = None
+    reason: FailureReason | None = None
     delay_ms: int = 0
 
 
@@ -51,7 +73,7 @@ def decide_failure(
     backoff_ms: int,
     backoff_max_ms: int,
     unrecoverable: bool = False,
-    reason: str = "explicit_fail",
+    reason: FailureReason = "explicit_fail",
 ) -> FailureDecision:
     """A failed attempt: retry with backoff, or dead-letter when attempts are spent.
 
@@ -62,7 +84,7 @@ def decide_failure(
     if unrecoverable:
         return FailureDecision(True, "explicit_fail")
     if attempts_after >= max_attempts:
-        final = "max_attempts_exceeded" if reason == "explicit_fail" else reason
+        final: FailureReason = "max_attempts_exceeded" if reason == "explicit_fail" else reason
         return FailureDecision(True, final)
     return FailureDecision(
         False, None, backoff_delay_ms(backoff_type, backoff_ms, backoff_max_ms, attempts_after)
@@ -73,8 +95,8 @@ def decide_failure(
 class StallDecision:
     """An expired lease: requeue (a stall), fail as a timeout, or dead-letter."""
 
-    action: str  # 'requeue' | 'retry' | 'dead_letter'
-    reason: str
+    action: StallAction
+    reason: FailureReason
     delay_ms: int = 0
     counts_attempt: bool = False
     counts_stall: bool = False

@@ -34,7 +34,7 @@ from pgqueue.db.retry import in_transaction
 from pgqueue.manager.context import EngineContext
 from pgqueue.manager.dlq_models import RedriveResult
 from pgqueue.manager.dlq_policy import DlqFilter
-from pgqueue.manager.dlq_reads import DEFAULT_DLQ_CONFIG_JSON
+from pgqueue.manager.dlq_reads import DEFAULT_DLQ_CONFIG_JSON, selection_params
 from pgqueue.manager.lost_dependencies import drop_dangling_edges
 
 __all__ = ["REDRIVE_ACTIONS", "REMOVE_ACTIONS", "delete_entries", "entry_queue", "redrive_entries"]
@@ -62,15 +62,15 @@ async def _run(
     record = selection.record() if recorded is None else recorded
     row: Row | None = await ex.fetchrow(
         query,
-        ctx.namespace,
-        queue,
-        *selection.args(),
-        DEFAULT_DLQ_CONFIG_JSON,
-        action,
-        actor,
-        why,
-        orjson.dumps(record).decode(),
-        audit_when_empty,
+        namespace=ctx.namespace,
+        queue=queue,
+        **selection_params(selection),
+        default_config=DEFAULT_DLQ_CONFIG_JSON,
+        action=action,
+        actor=actor,
+        why=why,
+        recorded=orjson.dumps(record).decode(),
+        audit_when_empty=audit_when_empty,
     )
     assert row is not None
     skipped = list(row.get("skipped") or ())

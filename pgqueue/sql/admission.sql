@@ -90,12 +90,7 @@ WITH input AS (
     FROM inserted n
     RETURNING id, queue
 ), notified AS (
-    SELECT pg_notify('pgqueue_events', json_build_object(
-               'ns', $1::text, 'a', min(e.id), 'b', max(e.id),
-               'q', CASE WHEN count(DISTINCT e.queue) <= 16
-                         THEN array_agg(DISTINCT e.queue) END)::text)
-    FROM events e
-    HAVING count(*) > 0
+    -- include: notify_hint(namespace=$1)
 )
 SELECT n.id
 FROM inserted n, (SELECT count(*) FROM notified) AS hint
@@ -229,11 +224,7 @@ WITH events AS (
     FROM unnest($2::text[], $3::text[], $4::text[], $5::jsonb[]) AS e(queue, job_id, type, payload)
     RETURNING id, queue
 )
-SELECT pg_notify('pgqueue_events', json_build_object(
-           'ns', $1::text, 'a', min(e.id), 'b', max(e.id),
-           'q', CASE WHEN count(DISTINCT e.queue) <= 16 THEN array_agg(DISTINCT e.queue) END)::text)
-FROM events e
-HAVING count(*) > 0
+-- include: notify_hint(namespace=$1)
 
 -- name: job_attach_child
 -- Legacy child-first flows (UpdateParent): make $3 the parent of $2.  A live

@@ -107,12 +107,7 @@ WITH input AS (
     WHERE d.outcome = 'failed' AND NOT d.removed
     RETURNING id, queue
 ), notified AS (
-    SELECT pg_notify('pgqueue_events', json_build_object(
-               'ns', $1::text, 'a', min(e.id), 'b', max(e.id),
-               'q', CASE WHEN count(DISTINCT e.queue) <= 16
-                         THEN array_agg(DISTINCT e.queue) END)::text)
-    FROM events e
-    HAVING count(*) > 0
+    -- include: notify_hint(namespace=$1)
 )
 SELECT d.ord, d.id, d.queue, d.outcome, d.has_dependents, d.parent_id, d.parent_queue,
        d.opts, d.failed_reason
@@ -176,12 +171,7 @@ WITH input AS (
     SELECT $1, r.queue, r.id, r.event_type, r.event_payload FROM requeued r
     RETURNING id, queue
 ), notified AS (
-    SELECT pg_notify('pgqueue_events', json_build_object(
-               'ns', $1::text, 'a', min(e.id), 'b', max(e.id),
-               'q', CASE WHEN count(DISTINCT e.queue) <= 16
-                         THEN array_agg(DISTINCT e.queue) END)::text)
-    FROM events e
-    HAVING count(*) > 0
+    -- include: notify_hint(namespace=$1)
 )
 SELECT r.ord, r.id, r.queue, (extract(epoch FROM r.run_at) * 1000)::float8 AS run_at
 FROM requeued r, (SELECT count(*) FROM notified) AS hint
@@ -220,31 +210,8 @@ WITH edges AS (
     DELETE FROM pgqueue_dependencies d
     WHERE d.namespace = $1 AND d.depends_on = ANY($2::text[])
     RETURNING d.job_id
-), counts AS (
-    SELECT job_id, count(*)::int AS n FROM edges GROUP BY job_id
-), released AS (
-    UPDATE pgqueue_jobs j
-    SET pending_deps = greatest(j.pending_deps - c.n, 0),
-        state = CASE WHEN j.state = 'waiting-children' AND j.pending_deps - c.n <= 0
-                     THEN 'pending' ELSE j.state END,
-        run_at = CASE WHEN j.state = 'waiting-children' AND j.pending_deps - c.n <= 0
-                      THEN greatest(j.run_at, statement_timestamp()) ELSE j.run_at END
-    FROM counts c
-    WHERE j.namespace = $1 AND j.id = c.job_id
-    RETURNING j.id, j.queue, j.state
-), events AS (
-    INSERT INTO pgqueue_events (namespace, queue, job_id, type, payload)
-    SELECT $1, r.queue, r.id, 'waiting', '{"prev": "waiting-children"}'::jsonb
-    FROM released r WHERE r.state = 'pending'
-    RETURNING id, queue
-), notified AS (
-    SELECT pg_notify('pgqueue_events', json_build_object(
-               'ns', $1::text, 'a', min(e.id), 'b', max(e.id),
-               'q', CASE WHEN count(DISTINCT e.queue) <= 16
-                         THEN array_agg(DISTINCT e.queue) END)::text)
-    FROM events e
-    HAVING count(*) > 0
-)
+),
+-- include: dependency_release(namespace=$1)
 SELECT r.id, r.queue, r.state FROM released r, (SELECT count(*) FROM notified) AS hint
 
 -- name: job_lock_waiting_parents

@@ -89,12 +89,7 @@ WITH input AS (
     FROM removed r
     RETURNING id, queue
 ), notified AS (
-    SELECT pg_notify('pgqueue_events', json_build_object(
-               'ns', $1::text, 'a', min(e.id), 'b', max(e.id),
-               'q', CASE WHEN count(DISTINCT e.queue) <= 16
-                         THEN array_agg(DISTINCT e.queue) END)::text)
-    FROM events e
-    HAVING count(*) > 0
+    -- include: notify_hint(namespace=$1)
 )
 SELECT 'removed' AS outcome, r.id, r.prev, 0 AS blockers
 FROM removed r, (SELECT count(*) FROM notified) AS hint
@@ -142,10 +137,7 @@ WITH target AS (
     FROM gone g
     RETURNING id, queue
 ), notified AS (
-    SELECT pg_notify('pgqueue_events', json_build_object(
-               'ns', $1::text, 'a', min(e.id), 'b', max(e.id), 'q', array_agg(DISTINCT e.queue))::text)
-    FROM events e
-    HAVING count(*) > 0
+    -- include: notify_hint(namespace=$1)
 )
 SELECT t.state, (SELECT n FROM blocked) AS blockers, EXISTS (SELECT 1 FROM gone) AS removed
 FROM target t, (SELECT count(*) FROM notified) AS hint
@@ -162,10 +154,7 @@ WITH updated AS (
     SELECT $1, u.queue, u.id, 'updated', '{"fields": ["data"]}'::jsonb FROM updated u
     RETURNING id, queue
 ), notified AS (
-    SELECT pg_notify('pgqueue_events', json_build_object(
-               'ns', $1::text, 'a', min(e.id), 'b', max(e.id), 'q', array_agg(DISTINCT e.queue))::text)
-    FROM events e
-    HAVING count(*) > 0
+    -- include: notify_hint(namespace=$1)
 )
 SELECT u.id FROM updated u, (SELECT count(*) FROM notified) AS hint
 
@@ -187,10 +176,7 @@ WITH changed AS (
     FROM changed c
     RETURNING id, queue
 ), notified AS (
-    SELECT pg_notify('pgqueue_events', json_build_object(
-               'ns', $1::text, 'a', min(e.id), 'b', max(e.id), 'q', array_agg(DISTINCT e.queue))::text)
-    FROM events e
-    HAVING count(*) > 0
+    -- include: notify_hint(namespace=$1)
 )
 SELECT c.id FROM changed c, (SELECT count(*) FROM notified) AS hint
 
@@ -207,10 +193,7 @@ WITH promoted AS (
     SELECT $1, p.queue, p.id, 'waiting', '{"prev": "delayed"}'::jsonb FROM promoted p
     RETURNING id, queue
 ), notified AS (
-    SELECT pg_notify('pgqueue_events', json_build_object(
-               'ns', $1::text, 'a', min(e.id), 'b', max(e.id), 'q', array_agg(DISTINCT e.queue))::text)
-    FROM events e
-    HAVING count(*) > 0
+    -- include: notify_hint(namespace=$1)
 )
 SELECT p.id FROM promoted p, (SELECT count(*) FROM notified) AS hint
 
@@ -235,10 +218,7 @@ WITH picked AS (
     SELECT $1, p.queue, p.id, 'waiting', '{"prev": "delayed"}'::jsonb FROM promoted p
     RETURNING id, queue
 ), notified AS (
-    SELECT pg_notify('pgqueue_events', json_build_object(
-               'ns', $1::text, 'a', min(e.id), 'b', max(e.id), 'q', array_agg(DISTINCT e.queue))::text)
-    FROM events e
-    HAVING count(*) > 0
+    -- include: notify_hint(namespace=$1)
 )
 SELECT (SELECT count(*) FROM promoted)::int AS promoted, h.count AS hint
 FROM (SELECT count(*) FROM notified) AS h
@@ -260,10 +240,7 @@ WITH changed AS (
     FROM changed c
     RETURNING id, queue
 ), notified AS (
-    SELECT pg_notify('pgqueue_events', json_build_object(
-               'ns', $1::text, 'a', min(e.id), 'b', max(e.id), 'q', array_agg(DISTINCT e.queue))::text)
-    FROM events e
-    HAVING count(*) > 0
+    -- include: notify_hint(namespace=$1)
 )
 SELECT c.id FROM changed c, (SELECT count(*) FROM notified) AS hint
 
@@ -300,9 +277,6 @@ WITH moved AS (
     SELECT $1, m.queue, m.id, $7::text, $8::jsonb FROM moved m
     RETURNING id, queue
 ), notified AS (
-    SELECT pg_notify('pgqueue_events', json_build_object(
-               'ns', $1::text, 'a', min(e.id), 'b', max(e.id), 'q', array_agg(DISTINCT e.queue))::text)
-    FROM events e
-    HAVING count(*) > 0
+    -- include: notify_hint(namespace=$1)
 )
 SELECT m.id FROM moved m, (SELECT count(*) FROM notified) AS hint

@@ -1,10 +1,31 @@
+-- fragment: dlq_selection
+-- The WHERE clause of a DLQ operation: the dead-letter entries `d` of queue :queue
+-- of :namespace that pass the filters (NULL: any) :job_ids, :reason, entered at
+-- or before :older_than_ms / at or after :newer_than_ms (ms since the epoch), due
+-- for an auto-retry per `c.config` (:retriable true) or not, expired (:expired
+-- true) or not.  `c.config` is the queue's DLQ config over the default.
+WHERE d.namespace = :namespace
+  AND d.queue = :queue
+  AND (:job_ids::text[] IS NULL OR d.job_id = ANY(:job_ids::text[]))
+  AND (:reason::text IS NULL OR d.reason = :reason::text)
+  AND (:older_than_ms::float8 IS NULL OR d.entered_at <= to_timestamp(:older_than_ms::float8 / 1000))
+  AND (:newer_than_ms::float8 IS NULL OR d.entered_at >= to_timestamp(:newer_than_ms::float8 / 1000))
+  AND (:retriable::boolean IS NULL OR :retriable::boolean = coalesce(
+          pgqueue_dlq_next_retry_at(d.entered_at, d.retry_count, d.last_retry_at, c.config)
+              <= statement_timestamp(), false))
+  AND (:expired::boolean IS NULL OR :expired::boolean = coalesce(
+          pgqueue_dlq_expires_at(d.entered_at, c.config) <= statement_timestamp(), false))
+
 -- name: dlq_list
--- Dead-letter entries of queue $2 with their failed jobs, oldest entry first,
--- one page.  Filters (NULL: any): $3 job ids, $4 reason, $5 entered at or
--- before (ms since the epoch), $6 entered at or after (ms), $7 due for an
--- auto-retry (true) or not (false), $8 expired (true) or not (false).
--- $1 namespace, $9 limit, $10 the default DLQ config (jsonb, wire names),
--- $11 offset.  Schedules derive from the queue's current config.
+-- Parameters: :namespace, :queue, the selection :job_ids, :reason, :older_than_ms,
+-- :newer_than_ms, :retriable, :expired, :limit, and :default_config, :offset.
+-- Dead-letter entries of queue :queue of :namespace with their failed jobs, oldest
+-- entry first, one page (:limit rows after :offset).  Selection as in
+-- dlq_selection (NULL: any): :job_ids, :reason, entered at or before :older_than_ms
+-- or at or after :newer_than_ms (ms since the epoch), due for an auto-retry
+-- (:retriable true) or not, expired (:expired true) or not.  :default_config: the
+-- default DLQ config (jsonb, wire names); schedules derive from the queue's
+-- current config.
 SELECT d.job_id, d.reason, d.error AS dlq_error, d.entered_at, d.attempts AS dlq_attempts,
        d.retry_count, d.last_retry_at,
        pgqueue_dlq_next_retry_at(d.entered_at, d.retry_count, d.last_retry_at, c.config)
@@ -19,21 +40,11 @@ SELECT d.job_id, d.reason, d.error AS dlq_error, d.entered_at, d.attempts AS dlq
        f.opts
 FROM pgqueue_dlq d
 LEFT JOIN pgqueue_queues q ON q.namespace = d.namespace AND q.queue = d.queue
-CROSS JOIN LATERAL (SELECT $10::jsonb || coalesce(q.dlq_config, '{}'::jsonb) AS config) c
+CROSS JOIN LATERAL (SELECT :default_config::jsonb || coalesce(q.dlq_config, '{}'::jsonb) AS config) c
 JOIN pgqueue_finished f ON f.namespace = d.namespace AND f.id = d.job_id
-WHERE d.namespace = $1
-  AND d.queue = $2
-  AND ($3::text[] IS NULL OR d.job_id = ANY($3::text[]))
-  AND ($4::text IS NULL OR d.reason = $4::text)
-  AND ($5::float8 IS NULL OR d.entered_at <= to_timestamp($5::float8 / 1000))
-  AND ($6::float8 IS NULL OR d.entered_at >= to_timestamp($6::float8 / 1000))
-  AND ($7::boolean IS NULL OR $7::boolean = coalesce(
-          pgqueue_dlq_next_retry_at(d.entered_at, d.retry_count, d.last_retry_at, c.config)
-              <= statement_timestamp(), false))
-  AND ($8::boolean IS NULL OR $8::boolean = coalesce(
-          pgqueue_dlq_expires_at(d.entered_at, c.config) <= statement_timestamp(), false))
+-- include: dlq_selection
 ORDER BY d.entered_at, d.job_id
-LIMIT $9 OFFSET $11
+LIMIT :limit OFFSET :offset
 
 -- name: dlq_stats
 -- Entry counts of one queue ($2) or of the whole namespace ($2 NULL), per
@@ -59,9 +70,12 @@ GROUP BY d.queue, d.reason
 SELECT queue FROM pgqueue_dlq WHERE namespace = $1 AND job_id = $2
 
 -- name: dlq_redrive
--- Move the selected dead-lettered jobs of queue $2 back to the live table as
--- pending (due now; attempts and stall count reset, fence kept so the next
--- claim increments it, attempt log kept, unique key cleared, a fresh TTL
+-- Parameters: :namespace, :queue, the selection :job_ids, :reason, :older_than_ms,
+-- :newer_than_ms, :retriable, :expired, :limit, and :default_config, :action,
+-- :actor, :why, :recorded, :audit_when_empty.
+-- Move the selected dead-lettered jobs of queue :queue of :namespace back to the
+-- live table as pending (due now; attempts and stall count reset, fence kept so
+-- the next claim increments it, attempt log kept, unique key cleared, a fresh TTL
 -- window), delete their entries and failed rows, and write one 'redriven'
 -- event per job, ONE audit row and one 'dlq_audit' event, with one NOTIFY
 -- hint: all in this statement.  Entries locked by a concurrent operation are
@@ -69,37 +83,27 @@ SELECT queue FROM pgqueue_dlq WHERE namespace = $1 AND job_id = $2
 -- live job holds is skipped too and stays in the DLQ (it is listed in
 -- 'skipped'; its neighbours move): the live job is picked last under the
 -- limit, and a live job committed meanwhile makes its insert do nothing.
--- Selection as in dlq_list ($3..$8), oldest first, at most $9 (NULL: all).
--- $1 namespace, $10 default DLQ config, $11 action ('redrive' |
--- 'auto_retry': an auto-retry extends the job's retry chain, a redrive
--- starts a new one), $12 actor, $13 why, $14 the filter as recorded (jsonb),
--- $15 audit even when nothing moved.  Returns the moved ids, the skipped
--- ids and the audit row.
+-- Selection as in dlq_selection (:job_ids, :reason, :older_than_ms, :newer_than_ms,
+-- :retriable, :expired), oldest first, at most :limit (NULL: all).
+-- :default_config the default DLQ config, :action ('redrive' | 'auto_retry': an
+-- auto-retry extends the job's retry chain, a redrive starts a new one), :actor,
+-- :why, :recorded the filter as recorded (jsonb), :audit_when_empty audit even when
+-- nothing moved.  Returns the moved ids, the skipped ids and the audit row.
 WITH picked AS (
     SELECT d.job_id, d.retry_count, d.entered_at,
            EXISTS (SELECT 1 FROM pgqueue_jobs j
-                   WHERE j.namespace = $1 AND j.id = d.job_id) AS held
+                   WHERE j.namespace = :namespace AND j.id = d.job_id) AS held
     FROM pgqueue_dlq d
     LEFT JOIN pgqueue_queues q ON q.namespace = d.namespace AND q.queue = d.queue
-    CROSS JOIN LATERAL (SELECT $10::jsonb || coalesce(q.dlq_config, '{}'::jsonb) AS config) c
-    WHERE d.namespace = $1
-      AND d.queue = $2
-      AND ($3::text[] IS NULL OR d.job_id = ANY($3::text[]))
-      AND ($4::text IS NULL OR d.reason = $4::text)
-      AND ($5::float8 IS NULL OR d.entered_at <= to_timestamp($5::float8 / 1000))
-      AND ($6::float8 IS NULL OR d.entered_at >= to_timestamp($6::float8 / 1000))
-      AND ($7::boolean IS NULL OR $7::boolean = coalesce(
-              pgqueue_dlq_next_retry_at(d.entered_at, d.retry_count, d.last_retry_at, c.config)
-                  <= statement_timestamp(), false))
-      AND ($8::boolean IS NULL OR $8::boolean = coalesce(
-              pgqueue_dlq_expires_at(d.entered_at, c.config) <= statement_timestamp(), false))
+    CROSS JOIN LATERAL (SELECT :default_config::jsonb || coalesce(q.dlq_config, '{}'::jsonb) AS config) c
+    -- include: dlq_selection
     ORDER BY held, d.entered_at, d.job_id
-    LIMIT $9
+    LIMIT :limit
     FOR UPDATE OF d SKIP LOCKED
 ), source AS (
     SELECT f.*, p.retry_count AS entry_retry_count, p.entered_at AS entry_entered_at
     FROM picked p
-    JOIN pgqueue_finished f ON f.namespace = $1 AND f.id = p.job_id AND f.state = 'failed'
+    JOIN pgqueue_finished f ON f.namespace = :namespace AND f.id = p.job_id AND f.state = 'failed'
     WHERE NOT p.held
 ), moved AS (
     INSERT INTO pgqueue_jobs (
@@ -110,7 +114,7 @@ WITH picked AS (
         parent_queue, pending_deps, has_dependents, stall_count, fence, progress,
         progress_message, attempt_log, last_error, stacktrace, opts, dlq_retry_count,
         dlq_last_retry_at, dlq_entered_at)
-    SELECT $1, f.id, f.queue, f.name, coalesce(f.data, 'null'::json),
+    SELECT :namespace, f.id, f.queue, f.name, coalesce(f.data, 'null'::json),
            CASE WHEN deps.n > 0 THEN 'waiting-children' ELSE 'pending' END,
            f.priority, f.lifo, CASE WHEN f.lifo THEN nextval('pgqueue_lifo_seq') END,
            statement_timestamp(), f.created_at,
@@ -119,15 +123,15 @@ WITH picked AS (
            f.ttl_ms, f.stall_timeout_ms, f.remove_on_complete, f.remove_on_fail, f.custom_id,
            NULL, NULL, f.group_id, f.parent_id, f.parent_queue, deps.n,
            EXISTS (SELECT 1 FROM pgqueue_dependencies r
-                   WHERE r.namespace = $1 AND r.depends_on = f.id),
+                   WHERE r.namespace = :namespace AND r.depends_on = f.id),
            0, f.fence, f.progress, f.progress_message, f.attempt_log, f.error, f.stacktrace,
            f.opts,
-           CASE WHEN $11::text = 'auto_retry' THEN f.entry_retry_count + 1 ELSE 0 END,
-           CASE WHEN $11::text = 'auto_retry' THEN statement_timestamp() END,
-           CASE WHEN $11::text = 'auto_retry' THEN f.entry_entered_at END
+           CASE WHEN :action::text = 'auto_retry' THEN f.entry_retry_count + 1 ELSE 0 END,
+           CASE WHEN :action::text = 'auto_retry' THEN statement_timestamp() END,
+           CASE WHEN :action::text = 'auto_retry' THEN f.entry_entered_at END
     FROM source f
     CROSS JOIN LATERAL (SELECT count(*)::int AS n FROM pgqueue_dependencies w
-                        WHERE w.namespace = $1 AND w.job_id = f.id) deps
+                        WHERE w.namespace = :namespace AND w.job_id = f.id) deps
     ORDER BY f.entry_entered_at, f.id
     ON CONFLICT DO NOTHING
     RETURNING id, queue, state
@@ -140,29 +144,29 @@ WITH picked AS (
 ), entries AS (
     DELETE FROM pgqueue_dlq d
     USING picked p
-    WHERE d.namespace = $1 AND d.job_id = p.job_id
+    WHERE d.namespace = :namespace AND d.job_id = p.job_id
       AND p.job_id NOT IN (SELECT s.job_id FROM skipped s)
 ), failed AS (
     DELETE FROM pgqueue_finished f
     USING moved m
-    WHERE f.namespace = $1 AND f.id = m.id AND f.state = 'failed'
+    WHERE f.namespace = :namespace AND f.id = m.id AND f.state = 'failed'
 ), audit AS (
     INSERT INTO pgqueue_dlq_audit (namespace, actor, action, queue, job_ids, filter, reason,
                                    count)
-    SELECT $1, $12, $11, $2, coalesce(array_agg(m.id ORDER BY m.id), '{}'), $14::jsonb, $13,
+    SELECT :namespace, :actor, :action, :queue, coalesce(array_agg(m.id ORDER BY m.id), '{}'), :recorded::jsonb, :why,
            count(*)
     FROM moved m
-    HAVING count(*) > 0 OR $15::boolean
+    HAVING count(*) > 0 OR :audit_when_empty::boolean
     RETURNING id, at, actor, action, queue, job_ids, filter, reason, count
 ), events AS (
     INSERT INTO pgqueue_events (namespace, queue, job_id, type, payload)
-    SELECT $1, m.queue, m.id, 'redriven',
-           jsonb_build_object('prev', 'failed', 'state', m.state, 'action', $11::text,
-                              'actor', $12::text, 'auditId', a.id)
+    SELECT :namespace, m.queue, m.id, 'redriven',
+           jsonb_build_object('prev', 'failed', 'state', m.state, 'action', :action::text,
+                              'actor', :actor::text, 'auditId', a.id)
     FROM moved m
     LEFT JOIN audit a ON true
     UNION ALL
-    SELECT $1, a.queue, NULL, 'dlq_audit',
+    SELECT :namespace, a.queue, NULL, 'dlq_audit',
            jsonb_build_object('id', a.id, 'action', a.action, 'actor', a.actor,
                               'count', a.count, 'reason', a.reason, 'filter', a.filter,
                               'jobIds', to_jsonb(a.job_ids[1:100]),
@@ -173,12 +177,7 @@ WITH picked AS (
     FROM audit a
     RETURNING id, queue
 ), notified AS (
-    SELECT pg_notify('pgqueue_events', json_build_object(
-               'ns', $1::text, 'a', min(e.id), 'b', max(e.id),
-               'q', CASE WHEN count(DISTINCT e.queue) <= 16
-                         THEN array_agg(DISTINCT e.queue) END)::text)
-    FROM events e
-    HAVING count(*) > 0
+    -- include: notify_hint(namespace=:namespace)
 )
 SELECT coalesce((SELECT array_agg(m.id ORDER BY m.id) FROM moved m), '{}') AS ids,
        coalesce((SELECT array_agg(s.job_id ORDER BY s.job_id) FROM skipped s), '{}') AS skipped,
@@ -187,69 +186,63 @@ FROM (SELECT count(*) FROM notified) AS hint
 LEFT JOIN audit a ON true
 
 -- name: dlq_delete
--- Delete the selected dead-letter entries of queue $2 and their failed rows
--- (purge, remove one, expiry), with one 'removed' event per job, ONE audit
--- row and one 'dlq_audit' event, and one NOTIFY hint, all in this statement.
+-- Parameters: :namespace, :queue, the selection :job_ids, :reason, :older_than_ms,
+-- :newer_than_ms, :retriable, :expired, :limit, and :default_config, :action,
+-- :actor, :why, :recorded, :audit_when_empty.
+-- Delete the selected dead-letter entries of queue :queue of :namespace and their
+-- failed rows (purge, remove one, expiry), with one 'removed' event per job, ONE
+-- audit row and one 'dlq_audit' event, and one NOTIFY hint, all in this statement.
 -- Entries locked by a concurrent operation are skipped, and so are entries
 -- whose job live jobs still wait on (a flow parent, a dependsOn job): they
 -- stay until the job is redriven or its dependents are gone, as a removal
 -- would keep them (no dependent can be added to a failed job, so this
 -- statement's snapshot sees them all).  The caller then drops, in the same
 -- transaction, the edges dead dependents kept towards the deleted jobs
--- (dependency_edges_drop_dangling).  Selection as in
--- dlq_list ($3..$8), oldest first, at most $9 (NULL: all).  $1 namespace,
--- $10 default DLQ config, $11 action ('purge' | 'remove' | 'expire'),
--- $12 actor, $13 why, $14 the filter as recorded (jsonb), $15 audit even when
--- nothing was deleted.  Returns the deleted ids and the audit row.
+-- (dependency_edges_drop_dangling).  Selection as in dlq_selection (:job_ids,
+-- :reason, :older_than_ms, :newer_than_ms, :retriable, :expired), oldest first, at
+-- most :limit (NULL: all).  :default_config the default DLQ config, :action
+-- ('purge' | 'remove' | 'expire'), :actor, :why, :recorded the filter as recorded
+-- (jsonb), :audit_when_empty audit even when nothing was deleted.  Returns the
+-- deleted ids and the audit row.
 WITH picked AS (
     SELECT d.job_id
     FROM pgqueue_dlq d
     LEFT JOIN pgqueue_queues q ON q.namespace = d.namespace AND q.queue = d.queue
-    CROSS JOIN LATERAL (SELECT $10::jsonb || coalesce(q.dlq_config, '{}'::jsonb) AS config) c
-    WHERE d.namespace = $1
-      AND d.queue = $2
-      AND ($3::text[] IS NULL OR d.job_id = ANY($3::text[]))
-      AND ($4::text IS NULL OR d.reason = $4::text)
-      AND ($5::float8 IS NULL OR d.entered_at <= to_timestamp($5::float8 / 1000))
-      AND ($6::float8 IS NULL OR d.entered_at >= to_timestamp($6::float8 / 1000))
-      AND ($7::boolean IS NULL OR $7::boolean = coalesce(
-              pgqueue_dlq_next_retry_at(d.entered_at, d.retry_count, d.last_retry_at, c.config)
-                  <= statement_timestamp(), false))
-      AND ($8::boolean IS NULL OR $8::boolean = coalesce(
-              pgqueue_dlq_expires_at(d.entered_at, c.config) <= statement_timestamp(), false))
+    CROSS JOIN LATERAL (SELECT :default_config::jsonb || coalesce(q.dlq_config, '{}'::jsonb) AS config) c
+    -- include: dlq_selection
       AND NOT EXISTS (SELECT 1 FROM pgqueue_dependencies w
                       JOIN pgqueue_jobs wj ON wj.namespace = w.namespace AND wj.id = w.job_id
-                      WHERE w.namespace = $1 AND w.depends_on = d.job_id)
+                      WHERE w.namespace = :namespace AND w.depends_on = d.job_id)
     ORDER BY d.entered_at, d.job_id
-    LIMIT $9
+    LIMIT :limit
     FOR UPDATE OF d SKIP LOCKED
 ), entries AS (
     DELETE FROM pgqueue_dlq d
     USING picked p
-    WHERE d.namespace = $1 AND d.job_id = p.job_id
+    WHERE d.namespace = :namespace AND d.job_id = p.job_id
     RETURNING d.job_id, d.queue
 ), dropped AS (
     DELETE FROM pgqueue_finished f
     USING entries e
-    WHERE f.namespace = $1 AND f.id = e.job_id AND f.state = 'failed'
+    WHERE f.namespace = :namespace AND f.id = e.job_id AND f.state = 'failed'
     RETURNING f.id
 ), audit AS (
     INSERT INTO pgqueue_dlq_audit (namespace, actor, action, queue, job_ids, filter, reason,
                                    count)
-    SELECT $1, $12, $11, $2, coalesce(array_agg(e.job_id ORDER BY e.job_id), '{}'),
-           $14::jsonb, $13, count(*)
+    SELECT :namespace, :actor, :action, :queue, coalesce(array_agg(e.job_id ORDER BY e.job_id), '{}'),
+           :recorded::jsonb, :why, count(*)
     FROM entries e
-    HAVING count(*) > 0 OR $15::boolean
+    HAVING count(*) > 0 OR :audit_when_empty::boolean
     RETURNING id, at, actor, action, queue, job_ids, filter, reason, count
 ), events AS (
     INSERT INTO pgqueue_events (namespace, queue, job_id, type, payload)
-    SELECT $1, e.queue, e.job_id, 'removed',
-           jsonb_build_object('prev', 'failed', 'action', $11::text, 'actor', $12::text,
+    SELECT :namespace, e.queue, e.job_id, 'removed',
+           jsonb_build_object('prev', 'failed', 'action', :action::text, 'actor', :actor::text,
                               'auditId', a.id)
     FROM entries e
     LEFT JOIN audit a ON true
     UNION ALL
-    SELECT $1, a.queue, NULL, 'dlq_audit',
+    SELECT :namespace, a.queue, NULL, 'dlq_audit',
            jsonb_build_object('id', a.id, 'action', a.action, 'actor', a.actor,
                               'count', a.count, 'reason', a.reason, 'filter', a.filter,
                               'jobIds', to_jsonb(a.job_ids[1:100]),
@@ -257,12 +250,7 @@ WITH picked AS (
     FROM audit a
     RETURNING id, queue
 ), notified AS (
-    SELECT pg_notify('pgqueue_events', json_build_object(
-               'ns', $1::text, 'a', min(e.id), 'b', max(e.id),
-               'q', CASE WHEN count(DISTINCT e.queue) <= 16
-                         THEN array_agg(DISTINCT e.queue) END)::text)
-    FROM events e
-    HAVING count(*) > 0
+    -- include: notify_hint(namespace=:namespace)
 )
 SELECT coalesce((SELECT array_agg(e.job_id ORDER BY e.job_id) FROM entries e), '{}') AS ids,
        (SELECT count(*) FROM dropped)::int AS rows_dropped,
@@ -307,30 +295,36 @@ WHERE d.namespace = $1
 GROUP BY d.queue
 ORDER BY d.queue
 
+-- fragment: queue_config_get
+-- The stored {column} of a queue (NULL: defaults).  $1 namespace, $2 queue.
+SELECT {column} FROM pgqueue_queues WHERE namespace = $1 AND queue = $2
+
+-- fragment: queue_config_merge
+-- Merge the validated patch $4 into queue $2's {column} (over the defaults $3
+-- when none is stored yet), atomically; registers the queue when new.
+-- $1 namespace.  Returns the config now stored.
+INSERT INTO pgqueue_queues AS q (namespace, queue, {column})
+VALUES ($1, $2, $3::jsonb || $4::jsonb)
+ON CONFLICT (namespace, queue) DO UPDATE
+    SET {column} = $3::jsonb || coalesce(q.{column}, '{}'::jsonb) || $4::jsonb
+RETURNING {column}
+
 -- name: queue_dlq_config_get
 -- The stored DLQ config of a queue (NULL: defaults).  $1 namespace, $2 queue.
-SELECT dlq_config FROM pgqueue_queues WHERE namespace = $1 AND queue = $2
+-- include: queue_config_get(column=dlq_config)
 
 -- name: queue_dlq_config_merge
 -- Merge the validated patch $4 into queue $2's DLQ config (over the defaults
 -- $3 when none is stored yet), atomically; registers the queue when new.
 -- $1 namespace.  Returns the config now stored.
-INSERT INTO pgqueue_queues AS q (namespace, queue, dlq_config)
-VALUES ($1, $2, $3::jsonb || $4::jsonb)
-ON CONFLICT (namespace, queue) DO UPDATE
-    SET dlq_config = $3::jsonb || coalesce(q.dlq_config, '{}'::jsonb) || $4::jsonb
-RETURNING dlq_config
+-- include: queue_config_merge(column=dlq_config)
 
 -- name: queue_stall_config_get
 -- The stored stall config of a queue (NULL: defaults).  $1 namespace, $2 queue.
-SELECT stall_config FROM pgqueue_queues WHERE namespace = $1 AND queue = $2
+-- include: queue_config_get(column=stall_config)
 
 -- name: queue_stall_config_merge
 -- Merge the validated patch $4 into queue $2's stall config (over the
 -- defaults $3 when none is stored yet), atomically; registers the queue when
 -- new.  $1 namespace.  Returns the config now stored.
-INSERT INTO pgqueue_queues AS q (namespace, queue, stall_config)
-VALUES ($1, $2, $3::jsonb || $4::jsonb)
-ON CONFLICT (namespace, queue) DO UPDATE
-    SET stall_config = $3::jsonb || coalesce(q.stall_config, '{}'::jsonb) || $4::jsonb
-RETURNING stall_config
+-- include: queue_config_merge(column=stall_config)

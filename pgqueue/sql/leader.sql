@@ -16,10 +16,3 @@ RETURNING holder
 -- name: leader_resign
 -- Give up the seat if we hold it.  $1 namespace, $2 name, $3 holder session.
 DELETE FROM pgqueue_leaders WHERE namespace = $1 AND name = $2 AND holder = $3::uuid
-
--- name: leader_get
--- Who leads $2 now.  $1 namespace, $2 name.
-SELECT broker_id, holder::text AS holder,
-       (extract(epoch FROM expires_at) * 1000)::float8 AS expires_at
-FROM pgqueue_leaders
-WHERE namespace = $1 AND name = $2 AND expires_at > clock_timestamp()

@@ -1,6 +1,6 @@
--- name: job_list_asc
+-- fragment: job_list_page
 -- One page of a queue's jobs in the reported states $3, live and finished,
--- ordered by (created_at, id): each state reads its own
+-- ordered by (created_at, id) {order} (ASC or DESC): each state reads its own
 -- listing-index range (a branch whose state is not asked for is skipped at
 -- once), then the page is cut from the merged heads.  $1 namespace, $2 queue,
 -- $4 offset, $5 limit.
@@ -12,7 +12,7 @@ WITH page AS (
      WHERE j.namespace = $1 AND j.queue = $2 AND j.state = 'pending'
        AND j.run_at <= statement_timestamp() AND j.priority <= 0
        AND 'waiting' = ANY($3::text[])
-     ORDER BY j.created_at, j.id
+     ORDER BY j.created_at {order}, j.id {order}
      LIMIT $4::bigint + $5::bigint)
     UNION ALL
     (SELECT 'live' AS src, j.id, j.created_at
@@ -20,7 +20,7 @@ WITH page AS (
      WHERE j.namespace = $1 AND j.queue = $2 AND j.state = 'pending'
        AND j.run_at <= statement_timestamp() AND j.priority > 0
        AND 'prioritized' = ANY($3::text[])
-     ORDER BY j.created_at, j.id
+     ORDER BY j.created_at {order}, j.id {order}
      LIMIT $4::bigint + $5::bigint)
     UNION ALL
     (SELECT 'live' AS src, j.id, j.created_at
@@ -28,153 +28,59 @@ WITH page AS (
      WHERE j.namespace = $1 AND j.queue = $2 AND j.state = 'pending'
        AND j.run_at > statement_timestamp()
        AND 'delayed' = ANY($3::text[])
-     ORDER BY j.created_at, j.id
+     ORDER BY j.created_at {order}, j.id {order}
      LIMIT $4::bigint + $5::bigint)
     UNION ALL
     (SELECT 'live' AS src, j.id, j.created_at
      FROM pgqueue_jobs j
      WHERE j.namespace = $1 AND j.queue = $2 AND j.state = 'active'
        AND 'active' = ANY($3::text[])
-     ORDER BY j.created_at, j.id
+     ORDER BY j.created_at {order}, j.id {order}
      LIMIT $4::bigint + $5::bigint)
     UNION ALL
     (SELECT 'live' AS src, j.id, j.created_at
      FROM pgqueue_jobs j
      WHERE j.namespace = $1 AND j.queue = $2 AND j.state = 'waiting-children'
        AND 'waiting-children' = ANY($3::text[])
-     ORDER BY j.created_at, j.id
+     ORDER BY j.created_at {order}, j.id {order}
      LIMIT $4::bigint + $5::bigint)
     UNION ALL
     (SELECT 'finished' AS src, f.id, f.created_at
      FROM pgqueue_finished f
      WHERE f.namespace = $1 AND f.queue = $2 AND f.state = 'completed' AND NOT f.removed
        AND 'completed' = ANY($3::text[])
-     ORDER BY f.created_at, f.id
+     ORDER BY f.created_at {order}, f.id {order}
      LIMIT $4::bigint + $5::bigint)
     UNION ALL
     (SELECT 'finished' AS src, f.id, f.created_at
      FROM pgqueue_finished f
      WHERE f.namespace = $1 AND f.queue = $2 AND f.state = 'failed' AND NOT f.removed
        AND 'failed' = ANY($3::text[])
-     ORDER BY f.created_at, f.id
+     ORDER BY f.created_at {order}, f.id {order}
      LIMIT $4::bigint + $5::bigint)
     ) AS u
-    ORDER BY u.created_at, u.id
+    ORDER BY u.created_at {order}, u.id {order}
     OFFSET $4::bigint
     LIMIT $5::bigint
 )
-SELECT j.namespace, j.id, j.queue, j.name, j.data, j.state, j.priority, j.lifo, j.run_at,
-       j.created_at, j.started_at, NULL::timestamptz AS finished_at, j.attempts,
-       j.max_attempts, j.backoff_type, j.backoff_ms, j.backoff_max_ms, j.timeout_ms,
-       j.ttl_ms, j.stall_timeout_ms, j.remove_on_complete, j.remove_on_fail, j.custom_id,
-       j.unique_key, j.group_id, j.parent_id, j.parent_queue, j.pending_deps,
-       j.stall_count, j.fence, j.lease_until, j.lease_owner, j.progress, j.progress_message,
-       j.attempt_log, NULL::json AS result, NULL::text AS failed_reason, j.last_error AS error,
-       j.stacktrace, j.opts, statement_timestamp() AS now
+-- include: job_row_live
 FROM page p
 JOIN pgqueue_jobs j ON j.namespace = $1 AND j.id = p.id
 WHERE p.src = 'live'
 UNION ALL
-SELECT f.namespace, f.id, f.queue, f.name, f.data, f.state, f.priority, f.lifo,
-       f.finished_at, f.created_at, f.started_at, f.finished_at, f.attempts, f.max_attempts,
-       f.backoff_type, f.backoff_ms, f.backoff_max_ms, f.timeout_ms, f.ttl_ms,
-       f.stall_timeout_ms, f.remove_on_complete, f.remove_on_fail, f.custom_id, f.unique_key,
-       f.group_id, f.parent_id, f.parent_queue, 0, f.stall_count, f.fence, NULL, NULL,
-       f.progress, f.progress_message, f.attempt_log, f.result, f.failed_reason, f.error,
-       f.stacktrace, f.opts, statement_timestamp()
+-- include: job_row_finished
 FROM page p
 JOIN pgqueue_finished f ON f.namespace = $1 AND f.id = p.id
 WHERE p.src = 'finished'
-ORDER BY created_at, id
+ORDER BY created_at {order}, id {order}
+
+-- name: job_list_asc
+-- job_list_page, oldest first.  $1 namespace, $2 queue, $3 states, $4 offset, $5 limit.
+-- include: job_list_page(order=ASC)
 
 -- name: job_list_desc
--- One page of a queue's jobs in the reported states $3, live and finished,
--- ordered by (created_at, id) descending: each state reads its own
--- listing-index range (a branch whose state is not asked for is skipped at
--- once), then the page is cut from the merged heads.  $1 namespace, $2 queue,
--- $4 offset, $5 limit.
-WITH page AS (
-    SELECT u.src, u.id, u.created_at
-    FROM (
-    (SELECT 'live' AS src, j.id, j.created_at
-     FROM pgqueue_jobs j
-     WHERE j.namespace = $1 AND j.queue = $2 AND j.state = 'pending'
-       AND j.run_at <= statement_timestamp() AND j.priority <= 0
-       AND 'waiting' = ANY($3::text[])
-     ORDER BY j.created_at DESC, j.id DESC
-     LIMIT $4::bigint + $5::bigint)
-    UNION ALL
-    (SELECT 'live' AS src, j.id, j.created_at
-     FROM pgqueue_jobs j
-     WHERE j.namespace = $1 AND j.queue = $2 AND j.state = 'pending'
-       AND j.run_at <= statement_timestamp() AND j.priority > 0
-       AND 'prioritized' = ANY($3::text[])
-     ORDER BY j.created_at DESC, j.id DESC
-     LIMIT $4::bigint + $5::bigint)
-    UNION ALL
-    (SELECT 'live' AS src, j.id, j.created_at
-     FROM pgqueue_jobs j
-     WHERE j.namespace = $1 AND j.queue = $2 AND j.state = 'pending'
-       AND j.run_at > statement_timestamp()
-       AND 'delayed' = ANY($3::text[])
-     ORDER BY j.created_at DESC, j.id DESC
-     LIMIT $4::bigint + $5::bigint)
-    UNION ALL
-    (SELECT 'live' AS src, j.id, j.created_at
-     FROM pgqueue_jobs j
-     WHERE j.namespace = $1 AND j.queue = $2 AND j.state = 'active'
-       AND 'active' = ANY($3::text[])
-     ORDER BY j.created_at DESC, j.id DESC
-     LIMIT $4::bigint + $5::bigint)
-    UNION ALL
-    (SELECT 'live' AS src, j.id, j.created_at
-     FROM pgqueue_jobs j
-     WHERE j.namespace = $1 AND j.queue = $2 AND j.state = 'waiting-children'
-       AND 'waiting-children' = ANY($3::text[])
-     ORDER BY j.created_at DESC, j.id DESC
-     LIMIT $4::bigint + $5::bigint)
-    UNION ALL
-    (SELECT 'finished' AS src, f.id, f.created_at
-     FROM pgqueue_finished f
-     WHERE f.namespace = $1 AND f.queue = $2 AND f.state = 'completed' AND NOT f.removed
-       AND 'completed' = ANY($3::text[])
-     ORDER BY f.created_at DESC, f.id DESC
-     LIMIT $4::bigint + $5::bigint)
-    UNION ALL
-    (SELECT 'finished' AS src, f.id, f.created_at
-     FROM pgqueue_finished f
-     WHERE f.namespace = $1 AND f.queue = $2 AND f.state = 'failed' AND NOT f.removed
-       AND 'failed' = ANY($3::text[])
-     ORDER BY f.created_at DESC, f.id DESC
-     LIMIT $4::bigint + $5::bigint)
-    ) AS u
-    ORDER BY u.created_at DESC, u.id DESC
-    OFFSET $4::bigint
-    LIMIT $5::bigint
-)
-SELECT j.namespace, j.id, j.queue, j.name, j.data, j.state, j.priority, j.lifo, j.run_at,
-       j.created_at, j.started_at, NULL::timestamptz AS finished_at, j.attempts,
-       j.max_attempts, j.backoff_type, j.backoff_ms, j.backoff_max_ms, j.timeout_ms,
-       j.ttl_ms, j.stall_timeout_ms, j.remove_on_complete, j.remove_on_fail, j.custom_id,
-       j.unique_key, j.group_id, j.parent_id, j.parent_queue, j.pending_deps,
-       j.stall_count, j.fence, j.lease_until, j.lease_owner, j.progress, j.progress_message,
-       j.attempt_log, NULL::json AS result, NULL::text AS failed_reason, j.last_error AS error,
-       j.stacktrace, j.opts, statement_timestamp() AS now
-FROM page p
-JOIN pgqueue_jobs j ON j.namespace = $1 AND j.id = p.id
-WHERE p.src = 'live'
-UNION ALL
-SELECT f.namespace, f.id, f.queue, f.name, f.data, f.state, f.priority, f.lifo,
-       f.finished_at, f.created_at, f.started_at, f.finished_at, f.attempts, f.max_attempts,
-       f.backoff_type, f.backoff_ms, f.backoff_max_ms, f.timeout_ms, f.ttl_ms,
-       f.stall_timeout_ms, f.remove_on_complete, f.remove_on_fail, f.custom_id, f.unique_key,
-       f.group_id, f.parent_id, f.parent_queue, 0, f.stall_count, f.fence, NULL, NULL,
-       f.progress, f.progress_message, f.attempt_log, f.result, f.failed_reason, f.error,
-       f.stacktrace, f.opts, statement_timestamp()
-FROM page p
-JOIN pgqueue_finished f ON f.namespace = $1 AND f.id = p.id
-WHERE p.src = 'finished'
-ORDER BY created_at DESC, id DESC
+-- job_list_page, newest first.  $1 namespace, $2 queue, $3 states, $4 offset, $5 limit.
+-- include: job_list_page(order=DESC)
 
 -- name: job_count_pending
 -- Pending jobs of a queue (waiting + prioritized + delayed).  $1 namespace, $2 queue.

@@ -1,3 +1,16 @@
+-- fragment: notify_hint
+-- The NOTIFY hint for the events a statement has just written (a CTE `events`
+-- of their id and queue), in its transaction: the namespace ({namespace}, the
+-- parameter that holds it), the id range, and the queues when there are at most
+-- 16 of them (more: no list, and every waiter of the namespace looks, so the
+-- payload stays far below PostgreSQL's 8000-byte cap).  No event: no row, no NOTIFY.
+SELECT pg_notify('pgqueue_events', json_build_object(
+           'ns', {namespace}::text, 'a', min(e.id), 'b', max(e.id),
+           'q', CASE WHEN count(DISTINCT e.queue) <= 16
+                     THEN array_agg(DISTINCT e.queue) END)::text)
+FROM events e
+HAVING count(*) > 0
+
 -- name: event_snapshot
 -- The database's "now" for the outbox: the current snapshot.  Every event of a
 -- transaction it counts as finished is committed and readable (or was rolled

@@ -28,10 +28,7 @@ WITH updated AS (
     FROM updated u
     RETURNING id, queue
 ), notified AS (
-    SELECT pg_notify('pgqueue_events', json_build_object(
-               'ns', $1::text, 'a', min(e.id), 'b', max(e.id), 'q', array_agg(DISTINCT e.queue))::text)
-    FROM events e
-    HAVING count(*) > 0
+    -- include: notify_hint(namespace=$1)
 )
 SELECT u.id FROM updated u, (SELECT count(*) FROM notified) AS hint
 

@@ -13,10 +13,7 @@ WITH upserted AS (
     FROM upserted u
     RETURNING id, queue
 ), notified AS (
-    SELECT pg_notify('pgqueue_events', json_build_object(
-               'ns', $1::text, 'a', min(e.id), 'b', max(e.id), 'q', array_agg(DISTINCT e.queue))::text)
-    FROM events e
-    HAVING count(*) > 0
+    -- include: notify_hint(namespace=$1)
 )
 SELECT u.paused FROM upserted u, (SELECT count(*) FROM notified) AS hint
 
@@ -86,10 +83,7 @@ WITH picked AS (
     FROM deleted x
     RETURNING id, queue
 ), notified AS (
-    SELECT pg_notify('pgqueue_events', json_build_object(
-               'ns', $1::text, 'a', min(e.id), 'b', max(e.id), 'q', array_agg(DISTINCT e.queue))::text)
-    FROM events e
-    HAVING count(*) > 0
+    -- include: notify_hint(namespace=$1)
 )
 SELECT x.id FROM deleted x, (SELECT count(*) FROM notified) AS hint
 ORDER BY x.finished_at, x.id
@@ -102,9 +96,7 @@ WITH events AS (
     VALUES ($1, $2, NULL, $3, $4::jsonb)
     RETURNING id, queue
 )
-SELECT pg_notify('pgqueue_events', json_build_object(
-           'ns', $1::text, 'a', min(e.id), 'b', max(e.id), 'q', array_agg(e.queue))::text)
-FROM events e
+-- include: notify_hint(namespace=$1)
 
 -- name: queue_obliterate_begin
 -- Start obliterating a queue: pause it (claims stop on every broker) and
@@ -180,9 +172,7 @@ WITH dlq AS (
     VALUES ($1, $2, NULL, 'obliterated', $3::jsonb)
     RETURNING id, queue
 )
-SELECT pg_notify('pgqueue_events', json_build_object(
-           'ns', $1::text, 'a', min(e.id), 'b', max(e.id), 'q', array_agg(e.queue))::text)
-FROM events e
+-- include: notify_hint(namespace=$1)
 
 -- name: job_retry_completed
 -- Re-admit up to $5 completed jobs of queue $2 (only job $3 when not NULL;
@@ -229,10 +219,7 @@ WITH picked AS (
     SELECT $1, r.queue, r.id, 'retried', '{"prev": "completed"}'::jsonb FROM readmitted r
     RETURNING id, queue
 ), notified AS (
-    SELECT pg_notify('pgqueue_events', json_build_object(
-               'ns', $1::text, 'a', min(e.id), 'b', max(e.id), 'q', array_agg(DISTINCT e.queue))::text)
-    FROM events e
-    HAVING count(*) > 0
+    -- include: notify_hint(namespace=$1)
 ), last AS (
     SELECT p.finished_at, p.id FROM picked p ORDER BY p.finished_at DESC, p.id DESC LIMIT 1
 )

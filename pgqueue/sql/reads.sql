@@ -1,5 +1,7 @@
--- name: job_get
--- One job wherever it is: live or finished (not removed).  $1 namespace, $2 id.
+-- fragment: job_row_live
+-- The SELECT list of one job as the engine reads it (pgqueue.manager.rows), from a
+-- live row `j` of pgqueue_jobs.  Its twin job_row_finished gives the same columns,
+-- in the same order, from pgqueue_finished: the two are UNION-ed.
 SELECT j.namespace, j.id, j.queue, j.name, j.data, j.state, j.priority, j.lifo, j.run_at,
        j.created_at, j.started_at, NULL::timestamptz AS finished_at, j.attempts,
        j.max_attempts, j.backoff_type, j.backoff_ms, j.backoff_max_ms, j.timeout_ms,
@@ -8,9 +10,9 @@ SELECT j.namespace, j.id, j.queue, j.name, j.data, j.state, j.priority, j.lifo, 
        j.stall_count, j.fence, j.lease_until, j.lease_owner, j.progress, j.progress_message,
        j.attempt_log, NULL::json AS result, NULL::text AS failed_reason, j.last_error AS error,
        j.stacktrace, j.opts, statement_timestamp() AS now
-FROM pgqueue_jobs j
-WHERE j.namespace = $1 AND j.id = $2
-UNION ALL
+
+-- fragment: job_row_finished
+-- The SELECT list of job_row_live from a finished row `f` of pgqueue_finished.
 SELECT f.namespace, f.id, f.queue, f.name, f.data, f.state, f.priority, f.lifo,
        f.finished_at, f.created_at, f.started_at, f.finished_at, f.attempts, f.max_attempts,
        f.backoff_type, f.backoff_ms, f.backoff_max_ms, f.timeout_ms, f.ttl_ms,
@@ -18,6 +20,14 @@ SELECT f.namespace, f.id, f.queue, f.name, f.data, f.state, f.priority, f.lifo,
        f.group_id, f.parent_id, f.parent_queue, 0, f.stall_count, f.fence, NULL, NULL,
        f.progress, f.progress_message, f.attempt_log, f.result, f.failed_reason, f.error,
        f.stacktrace, f.opts, statement_timestamp()
+
+-- name: job_get
+-- One job wherever it is: live or finished (not removed).  $1 namespace, $2 id.
+-- include: job_row_live
+FROM pgqueue_jobs j
+WHERE j.namespace = $1 AND j.id = $2
+UNION ALL
+-- include: job_row_finished
 FROM pgqueue_finished f
 WHERE f.namespace = $1 AND f.id = $2 AND NOT f.removed
 LIMIT 1
@@ -69,11 +79,6 @@ SELECT 'paused', CASE WHEN coalesce((SELECT paused FROM pgqueue_queues
                                      WHERE namespace = $1 AND queue = $2), false)
                       THEN 1 ELSE 0 END
 
--- name: job_get_many
--- Several live or finished jobs by id.  $1 namespace, $2 ids.
-SELECT j.id, j.queue, j.state, j.lease_token, j.fence
-FROM pgqueue_jobs j WHERE j.namespace = $1 AND j.id = ANY($2::text[])
-
 -- name: job_children_values
 -- Results of a parent's completed children.  $1 namespace, $2 parent id.
 SELECT f.id, f.queue, f.result
@@ -94,24 +99,11 @@ ORDER BY f.finished_at, f.id
 -- name: job_get_by_ids
 -- Several jobs (live or finished, not removed) by id, in no particular order.
 -- $1 namespace, $2 ids.
-SELECT j.namespace, j.id, j.queue, j.name, j.data, j.state, j.priority, j.lifo, j.run_at,
-       j.created_at, j.started_at, NULL::timestamptz AS finished_at, j.attempts,
-       j.max_attempts, j.backoff_type, j.backoff_ms, j.backoff_max_ms, j.timeout_ms,
-       j.ttl_ms, j.stall_timeout_ms, j.remove_on_complete, j.remove_on_fail, j.custom_id,
-       j.unique_key, j.group_id, j.parent_id, j.parent_queue, j.pending_deps,
-       j.stall_count, j.fence, j.lease_until, j.lease_owner, j.progress, j.progress_message,
-       j.attempt_log, NULL::json AS result, NULL::text AS failed_reason, j.last_error AS error,
-       j.stacktrace, j.opts, statement_timestamp() AS now
+-- include: job_row_live
 FROM pgqueue_jobs j
 WHERE j.namespace = $1 AND j.id = ANY($2::text[])
 UNION ALL
-SELECT f.namespace, f.id, f.queue, f.name, f.data, f.state, f.priority, f.lifo,
-       f.finished_at, f.created_at, f.started_at, f.finished_at, f.attempts, f.max_attempts,
-       f.backoff_type, f.backoff_ms, f.backoff_max_ms, f.timeout_ms, f.ttl_ms,
-       f.stall_timeout_ms, f.remove_on_complete, f.remove_on_fail, f.custom_id, f.unique_key,
-       f.group_id, f.parent_id, f.parent_queue, 0, f.stall_count, f.fence, NULL, NULL,
-       f.progress, f.progress_message, f.attempt_log, f.result, f.failed_reason, f.error,
-       f.stacktrace, f.opts, statement_timestamp()
+-- include: job_row_finished
 FROM pgqueue_finished f
 WHERE f.namespace = $1 AND f.id = ANY($2::text[]) AND NOT f.removed
 

@@ -1,3 +1,30 @@
+-- fragment: dependency_release
+-- After a CTE `edges` (the dependency rows just deleted, RETURNING d.job_id): count
+-- them off their dependents; a dependent left waiting for nothing is released
+-- (pending, due at the latest now) with a 'waiting' event, and one NOTIFY hint
+-- covers them.  Defines the CTEs counts, released (id, queue, state), events and
+-- notified.  {namespace}: the parameter that holds the namespace.
+counts AS (
+    SELECT job_id, count(*)::int AS n FROM edges GROUP BY job_id
+), released AS (
+    UPDATE pgqueue_jobs j
+    SET pending_deps = greatest(j.pending_deps - c.n, 0),
+        state = CASE WHEN j.state = 'waiting-children' AND j.pending_deps - c.n <= 0
+                     THEN 'pending' ELSE j.state END,
+        run_at = CASE WHEN j.state = 'waiting-children' AND j.pending_deps - c.n <= 0
+                      THEN greatest(j.run_at, statement_timestamp()) ELSE j.run_at END
+    FROM counts c
+    WHERE j.namespace = {namespace} AND j.id = c.job_id
+    RETURNING j.id, j.queue, j.state
+), events AS (
+    INSERT INTO pgqueue_events (namespace, queue, job_id, type, payload)
+    SELECT {namespace}, r.queue, r.id, 'waiting', '{"prev": "waiting-children"}'::jsonb
+    FROM released r WHERE r.state = 'pending'
+    RETURNING id, queue
+), notified AS (
+    -- include: notify_hint(namespace={namespace})
+)
+
 -- name: flow_child_lock
 -- Lock one live job to edit its place in a flow.  $1 namespace, $2 id.
 -- Returns its parent (NULL when it has none).
@@ -27,31 +54,8 @@ WITH edges AS (
     USING unnest($2::text[], $3::text[]) AS i(job_id, depends_on)
     WHERE d.namespace = $1 AND d.job_id = i.job_id AND d.depends_on = i.depends_on
     RETURNING d.job_id
-), counts AS (
-    SELECT job_id, count(*)::int AS n FROM edges GROUP BY job_id
-), released AS (
-    UPDATE pgqueue_jobs j
-    SET pending_deps = greatest(j.pending_deps - c.n, 0),
-        state = CASE WHEN j.state = 'waiting-children' AND j.pending_deps - c.n <= 0
-                     THEN 'pending' ELSE j.state END,
-        run_at = CASE WHEN j.state = 'waiting-children' AND j.pending_deps - c.n <= 0
-                      THEN greatest(j.run_at, statement_timestamp()) ELSE j.run_at END
-    FROM counts c
-    WHERE j.namespace = $1 AND j.id = c.job_id
-    RETURNING j.id, j.queue, j.state
-), events AS (
-    INSERT INTO pgqueue_events (namespace, queue, job_id, type, payload)
-    SELECT $1, r.queue, r.id, 'waiting', '{"prev": "waiting-children"}'::jsonb
-    FROM released r WHERE r.state = 'pending'
-    RETURNING id, queue
-), notified AS (
-    SELECT pg_notify('pgqueue_events', json_build_object(
-               'ns', $1::text, 'a', min(e.id), 'b', max(e.id),
-               'q', CASE WHEN count(DISTINCT e.queue) <= 16
-                         THEN array_agg(DISTINCT e.queue) END)::text)
-    FROM events e
-    HAVING count(*) > 0
-)
+),
+-- include: dependency_release(namespace=$1)
 SELECT (SELECT count(*) FROM edges)::int AS detached,
        (SELECT count(*) FROM events)::int AS released,
        (SELECT count(*) FROM notified)::int AS hinted

@@ -11,7 +11,3 @@ SELECT version_num FROM pgqueue_alembic_version LIMIT 1
 SELECT current_setting('fsync') AS fsync,
        current_setting('synchronous_commit') AS synchronous_commit,
        current_setting('server_version_num')::int AS server_version_num
-
--- name: db_now
--- The database clock, in milliseconds since the epoch.
-SELECT (extract(epoch FROM clock_timestamp()) * 1000)::float8

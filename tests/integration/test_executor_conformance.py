@@ -89,6 +89,18 @@ SELECT pg_notify($1, $2)
 -- Raise an error with SQLSTATE $1.
 SELECT conformance_raise($1)
 
+-- fragment: item_columns
+-- An item's columns, in a slot-filled {order} of keys.
+k, v, doc, tags FROM conformance_items AS {alias}
+
+-- name: item_range
+-- Items whose key starts with :prefix and whose value is at least :floor (named
+-- parameters, one used twice; a string literal with a colon and a cast stay as they are).
+SELECT
+-- include: item_columns(alias=i)
+WHERE k LIKE :prefix || '%' AND v >= :floor::bigint AND ':floor' <> k AND (:floor)::int >= 0
+ORDER BY k
+
 -- name: repeatable_read
 -- The first statement of a transaction: snapshot isolation.
 SET TRANSACTION ISOLATION LEVEL REPEATABLE READ
@@ -172,6 +184,34 @@ async def test_fetch_returns_rows_with_columns_by_name(db: Database, key: str) -
     ]
     assert row.get("v") == 1
     assert await db.fetch(T.item_get, f"{key}-missing") == []
+
+
+async def test_named_parameters_are_passed_by_name_on_every_method(db: Database, key: str) -> None:
+    await put(db, f"{key}-a", 1)
+    await put(db, f"{key}-b", 5)
+    rows = await db.fetch(T.item_range, prefix=key, floor=2)
+    assert [(r["k"], r["v"]) for r in rows] == [(f"{key}-b", 5)]
+    row = await db.fetchrow(T.item_range, floor=0, prefix=key)
+    assert row is not None and row["k"] == f"{key}-a"
+    assert await db.fetchval(T.item_range, prefix=f"{key}-b", floor=0) == f"{key}-b"
+    await db.execute(T.item_range, prefix=key, floor=0)
+    async with db.transaction() as tx:
+        assert len(await tx.fetch(T.item_range, prefix=key, floor=0)) == 2
+        assert await tx.fetchval(T.item_range, prefix=key, floor=5) == f"{key}-b"
+
+
+async def test_a_missing_unknown_or_positional_parameter_is_refused_before_sending(
+    db: Database, key: str
+) -> None:
+    with pytest.raises(TypeError, match=r"missing \['floor'\], unknown \['flor'\]"):
+        await db.fetch(T.item_range, prefix=key, flor=2)
+    with pytest.raises(TypeError, match="takes named parameters: prefix, floor"):
+        await db.fetch(T.item_range, key, 2)
+    with pytest.raises(TypeError, match="takes positional parameters"):
+        await db.fetch(T.item_get, k=key)
+    async with db.transaction() as tx:
+        with pytest.raises(TypeError, match="missing"):
+            await tx.fetchrow(T.item_range, prefix=key)
 
 
 async def test_fetchrow_and_fetchval_give_none_when_there_is_no_row(db: Database, key: str) -> None:

@@ -122,3 +122,71 @@ def test_every_shipped_query_that_changes_rows_is_marked_as_writing() -> None:
         body = "\n".join(line.split("--", 1)[0] for line in query.sql.splitlines())
         if re.search(r"\b(INSERT INTO|UPDATE pgqueue_\w+|DELETE FROM)\b", body, re.IGNORECASE):
             assert query.writes, name
+
+
+def test_named_parameters_are_numbered_in_the_order_the_header_documents_them() -> None:
+    [query] = parse_queries(
+        "-- name: q\n-- :ns namespace, :ids ids (:ns again).\n"
+        "SELECT * FROM t WHERE ns = :ns AND id = ANY(:ids::text[]) AND ns2 = :ns\n"
+        "  AND label = ':not_a_param' AND x::text = 'a' -- :nor_this\n"
+    ).values()
+    assert query.params == ("ns", "ids")
+    assert query.sql == (
+        "SELECT * FROM t WHERE ns = $1 AND id = ANY($2::text[]) AND ns2 = $1\n"
+        "  AND label = ':not_a_param' AND x::text = 'a' -- :nor_this"
+    )
+    assert query.psycopg_sql.startswith("SELECT * FROM t WHERE ns = %(p1)s AND id = ANY(%(p2)s")
+    assert query.arguments((), {"ids": ["a"], "ns": "n"}) == ("n", ["a"])
+
+
+def test_a_call_must_name_exactly_the_declared_parameters() -> None:
+    [named] = parse_queries("-- name: q\n-- :a and :b.\nSELECT :b, :a").values()
+    assert named.sql == "SELECT $2, $1"
+    [numbered] = parse_queries("-- name: p\nSELECT $1").values()
+    with pytest.raises(TypeError, match=r"query q: missing \['b'\], unknown \['c'\]"):
+        named.arguments((), {"a": 1, "c": 2})
+    with pytest.raises(TypeError, match="query q takes named parameters: a, b"):
+        named.arguments((1, 2), {})
+    with pytest.raises(TypeError, match="query p takes positional parameters"):
+        numbered.arguments((), {"x": 1})
+    assert numbered.arguments((1,), {}) == (1,)
+
+
+def test_a_query_uses_one_parameter_style() -> None:
+    with pytest.raises(ValueError, match="query q mixes named"):
+        parse_queries("-- name: q\n-- :a.\nSELECT :a, $2")
+
+
+def test_every_named_parameter_is_documented_in_the_header_and_only_those() -> None:
+    with pytest.raises(ValueError, match=r"query q: the header documents \['a'\], the SQL uses"):
+        parse_queries("-- name: q\n-- :a.\nSELECT :a, :b")
+    with pytest.raises(ValueError, match=r"documents \['a', 'c'\], the SQL uses \['a'\]"):
+        parse_queries("-- name: q\n-- :a, :c.\nSELECT :a")
+
+
+def test_a_fragment_is_included_with_its_slots_filled_and_is_not_a_query() -> None:
+    queries = parse_queries(
+        "-- fragment: page\n-- A page in {order} order.\nSELECT id FROM t\nORDER BY id {order}\n"
+        "-- name: asc\n-- Ascending.\nWITH p AS (\n    -- include: page(order=ASC)\n)\n"
+        "SELECT * FROM p\n"
+        "-- name: desc\n-- include: page(order=DESC)\n"
+    )
+    assert list(queries) == ["asc", "desc"]
+    assert queries["asc"].sql == (
+        "WITH p AS (\n    SELECT id FROM t\n    ORDER BY id ASC\n)\nSELECT * FROM p"
+    )
+    assert queries["asc"].doc == "Ascending."
+    assert queries["desc"].sql == "SELECT id FROM t\nORDER BY id DESC"
+    assert queries["desc"].doc == ""
+
+
+def test_an_include_must_name_a_fragment_and_fill_exactly_its_slots() -> None:
+    with pytest.raises(ValueError, match=r"f\.sql: q includes unknown fragment nope"):
+        parse_queries("-- name: q\n-- include: nope\n", "f.sql")
+    frag = "-- fragment: page\nSELECT 1 ORDER BY id {order}\n"
+    with pytest.raises(ValueError, match=r"fills \[\] of fragment page, which has slots"):
+        parse_queries(frag + "-- name: q\n-- include: page\n")
+    with pytest.raises(ValueError, match=r"fills \['order', 'x'\]"):
+        parse_queries(frag + "-- name: q\n-- include: page(order=ASC, x=1)\n")
+    with pytest.raises(ValueError, match="fragment page defined twice"):
+        parse_queries(frag + frag)
