@@ -16,7 +16,8 @@ from typing import Any, Literal, TypedDict
 
 from pgqueue.config import MAX_PAYLOAD_BYTES_DEFAULT
 from pgqueue.errors import ValidationError
-from pgqueue.manager.options import JOB_OPTIONS, build_job_spec, validate_queue_name
+from pgqueue.manager.options import JOB_OPTIONS, build_job_spec
+from pgqueue.vocabulary.names import validate_queue_name
 
 __all__ = [
     "BackoffOptions",

@@ -76,7 +76,7 @@ from pgqueue.client.transport import (
 from pgqueue.client.wire_options import flow_entries, job_entry
 from pgqueue.errors import ConnectionLost, InvalidState, JobNotFound, LeaseLost
 from pgqueue.manager.completion import parse_fence
-from pgqueue.manager.options import validate_queue_name
+from pgqueue.vocabulary.names import validate_queue_name
 
 __all__ = ["TcpTransport"]
 

@@ -21,7 +21,7 @@ from typing import Any, Final, cast, overload
 
 from pgqueue import jsontext
 from pgqueue.errors import ValidationError
-from pgqueue.protocol.names import job_id_error, job_name_error, js_length, queue_name_error
+from pgqueue.vocabulary.names import job_id_error, job_name_error, js_length, queue_name_error
 
 __all__ = ["JSON_MAX_DEPTH", "MAX_SAFE_INTEGER", "Fields", "json_value_error"]
 
