@@ -39,6 +39,7 @@ __all__ = [
     "PLAIN_KINDS",
     "WIRE_LABELS",
     "JobOption",
+    "JsonType",
     "Kind",
     "Stored",
     "Transport",
@@ -64,6 +65,7 @@ Kind = Literal[
     "object",  # a map
 ]
 Transport = Literal["sdk", "wire", "internal"]
+JsonType = Literal["string", "integer", "number", "boolean", "array", "object", "any"]
 Stored = Literal["column", "opts", "ignored"]
 
 PLAIN_KINDS: Final = frozenset({"integer", "number", "boolean", "ids", "texts"})
@@ -72,6 +74,21 @@ PLAIN_KINDS: Final = frozenset({"integer", "number", "boolean", "ids", "texts"})
 DEFAULT_MAX_ATTEMPTS: Final = 3
 DEFAULT_BACKOFF_MS: Final = 1_000
 DEFAULT_BACKOFF_MAX_MS: Final = 3_600_000
+
+_JSON_TYPES: Final[Mapping[Kind, JsonType]] = {
+    "integer": "integer",
+    "number": "number",
+    "boolean": "boolean",
+    "text": "string",
+    "id": "string",
+    "ids": "array",
+    "texts": "array",
+    "backoff": "any",
+    "dedup": "object",
+    "removal": "any",
+    "group": "string",
+    "object": "object",
+}
 
 _BOTH: Final[frozenset[Transport]] = frozenset({"sdk", "wire"})
 _WIRE: Final[frozenset[Transport]] = frozenset({"wire"})
@@ -100,6 +117,11 @@ class JobOption:
     def name(self) -> str:
         """The name the option is known by (its Python name, else its wire name)."""
         return self.python or self.wire or ""
+
+    @property
+    def json_type(self) -> JsonType:
+        """The JSON type of its values, as the OpenAPI document and the docs give it."""
+        return _JSON_TYPES[self.kind]
 
     @property
     def plain(self) -> bool:
