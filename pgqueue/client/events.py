@@ -29,7 +29,7 @@ from typing import Any
 from pgqueue.client._shared import TransportOwner
 from pgqueue.client.transport import Transport, TransportEvent
 from pgqueue.errors import PgQueueError
-from pgqueue.manager.options import validate_queue_name
+from pgqueue.vocabulary.names import validate_queue_name
 
 __all__ = ["EventStream", "QueueEvent", "QueueEvents"]
 

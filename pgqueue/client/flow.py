@@ -25,7 +25,7 @@ from pgqueue.client.job import Job
 from pgqueue.client.options import JobOptions, check_job
 from pgqueue.client.transport import Transport
 from pgqueue.errors import ValidationError
-from pgqueue.manager.options import validate_queue_name
+from pgqueue.vocabulary.names import validate_queue_name
 
 __all__ = ["FlowJob", "FlowProducer", "JobNode"]
 

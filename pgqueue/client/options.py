@@ -16,7 +16,10 @@ from typing import Any, Literal, TypedDict
 
 from pgqueue.config import MAX_PAYLOAD_BYTES_DEFAULT
 from pgqueue.errors import ValidationError
-from pgqueue.manager.options import JOB_OPTIONS, build_job_spec, validate_queue_name
+from pgqueue.manager.options import JOB_OPTIONS, build_job_spec
+from pgqueue.vocabulary.job_options import JOB_OPTIONS as JOB_OPTIONS_DECLARED
+from pgqueue.vocabulary.job_options import camel_hints
+from pgqueue.vocabulary.names import validate_queue_name
 
 __all__ = [
     "BackoffOptions",
@@ -93,23 +96,16 @@ class RateLimit:
 
 
 # Names users bring from BullMQ / bunqueue's JavaScript API, for a helpful error.
-_CAMEL_HINTS = {
-    "jobId": "job_id",
-    "removeOnComplete": "remove_on_complete",
-    "removeOnFail": "remove_on_fail",
-    "maxAttempts": "attempts",
-    "uniqueKey": "unique_key",
-    "dependsOn": "depends_on",
-    "groupId": "group_id",
-    "stallTimeout": "stall_timeout",
-    "stackTraceLimit": "stack_trace_limit",
-    "keepLogs": "keep_logs",
-    "parentId": "(a FlowProducer)",
-    "repeat": "(not supported yet)",
-}
+_CAMEL_HINTS = camel_hints()
 
 # Set by the SDK itself (flows), not by callers of Queue.add.
-_INTERNAL = frozenset({"children_ids", "parent_id", "parent_queue", "custom_id", "max_attempts"})
+_INTERNAL = frozenset(
+    name
+    for option in JOB_OPTIONS_DECLARED
+    if option.python is not None
+    for name in (option.python, *option.python_aliases)
+    if "sdk" not in option.transports or name != option.python
+)
 
 
 def merge_options(

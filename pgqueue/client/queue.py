@@ -22,7 +22,7 @@ from pgqueue.client.job import Job
 from pgqueue.client.options import JobOptions, check_job, merge_options
 from pgqueue.client.transport import JobInput, Transport
 from pgqueue.errors import ConfigError, JobFailed, JobNotFound, ValidationError
-from pgqueue.manager.options import validate_job_id, validate_queue_name
+from pgqueue.vocabulary.names import validate_job_id, validate_queue_name
 
 __all__ = ["MAX_BULK", "BulkJob", "Queue"]
 

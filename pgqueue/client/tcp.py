@@ -87,7 +87,7 @@ from pgqueue.errors import (
     PgQueueError,
 )
 from pgqueue.manager.completion import parse_fence
-from pgqueue.manager.options import validate_queue_name
+from pgqueue.vocabulary.names import validate_queue_name
 
 __all__ = ["TcpTransport"]
 

@@ -20,32 +20,19 @@ from pgqueue.client.transport import JobInput
 from pgqueue.errors import ValidationError
 from pgqueue.manager.flows import flatten
 from pgqueue.manager.options import JobSpec, build_job_spec
+from pgqueue.vocabulary.job_options import JOB_OPTIONS
 
 __all__ = ["WIRE_NAMES", "flow_entries", "job_entry", "wire_options"]
 
+_RULED = frozenset({"job_id", "attempts", "backoff", "unique_key", "dedup"})
+"""Options sent by a rule of their own (see :func:`wire_options`)."""
+
 WIRE_NAMES: Mapping[str, str] = {
-    "priority": "priority",
-    "lifo": "lifo",
-    "delay": "delay",
-    "timeout": "timeout",
-    "ttl": "ttl",
-    "stall_timeout": "stallTimeout",
-    "remove_on_complete": "removeOnComplete",
-    "remove_on_fail": "removeOnFail",
-    "depends_on": "dependsOn",
-    "parent_id": "parentId",
-    "group_id": "groupId",
-    "tags": "tags",
-    "children_ids": "childrenIds",
-    "stack_trace_limit": "stackTraceLimit",
-    "keep_logs": "keepLogs",
-    "timestamp": "timestamp",
-    "fail_parent_on_failure": "failParentOnFailure",
-    "ignore_dependency_on_failure": "ignoreDependencyOnFailure",
-    "remove_dependency_on_failure": "removeDependencyOnFailure",
-    "continue_parent_on_failure": "continueParentOnFailure",
+    option.python: option.wire
+    for option in JOB_OPTIONS
+    if option.python is not None and option.wire is not None and option.python not in _RULED
 }
-"""Options renamed one to one (the rest need a rule: attempts, backoff, ids, dedup)."""
+"""Options renamed one to one, from their declarations (:mod:`pgqueue.vocabulary.job_options`)."""
 
 _NOT_SENT = frozenset({"parent_queue"})
 

@@ -61,7 +61,8 @@ from pgqueue.errors import (
     UnrecoverableError,
     ValidationError,
 )
-from pgqueue.manager.options import encode_json, validate_queue_name
+from pgqueue.manager.options import encode_json
+from pgqueue.vocabulary.names import validate_queue_name
 
 __all__ = ["Processor", "Worker"]
 

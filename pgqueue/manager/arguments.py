@@ -1,4 +1,7 @@
-"""Arguments of control operations: integers, bounds, tokens and texts, checked by field.
+"""Arguments of control operations: tokens and texts, checked by field.
+
+Integers and booleans are checked by :mod:`pgqueue.vocabulary.checks` (re-exported
+here as ``check_int`` / ``check_bool`` for the flows that read their arguments).
 
 Pure functions, no I/O.  Each raises :class:`ValidationError` naming the
 field (in the broker's wire spelling, e.g. ``delay``, ``timeout``) before
@@ -7,15 +10,14 @@ anything is written.
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 from pgqueue.errors import ValidationError
+from pgqueue.vocabulary.checks import DAY_MS, INT4_MAX, check_bool, check_integer
 
 __all__ = [
     "DAY_MS",
     "INT4_MAX",
-    "MAX_INSTANT_MS",
     "MAX_TOKEN_LENGTH",
     "check_bool",
     "check_int",
@@ -23,36 +25,10 @@ __all__ = [
     "check_token",
 ]
 
-DAY_MS = 86_400_000
-INT4_MAX = 2**31 - 1
-"""The largest value an ``integer`` column holds."""
-MAX_INSTANT_MS = 8_640_000_000_000_000
-"""The latest instant taken, in ms since the epoch (JavaScript's ``Date`` range; a
-``timestamptz`` holds it)."""
 MAX_TOKEN_LENGTH = 256
 
-
-def check_int(value: Any, field: str, lo: int, hi: int) -> int:
-    """An integer in ``lo..hi`` (a float with an integral value is accepted)."""
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise ValidationError(f"{field} must be a number", field=field)
-    if isinstance(value, float):
-        if not math.isfinite(value):
-            raise ValidationError(f"{field} must be a finite number", field=field)
-        if not value.is_integer():
-            raise ValidationError(f"{field} must be an integer", field=field)
-    number = int(value)
-    if number < lo:
-        raise ValidationError(f"{field} must be at least {lo}", field=field)
-    if number > hi:
-        raise ValidationError(f"{field} must be at most {hi}", field=field)
-    return number
-
-
-def check_bool(value: Any, field: str) -> bool:
-    if not isinstance(value, bool):
-        raise ValidationError(f"{field} must be a boolean", field=field)
-    return value
+check_int = check_integer
+"""The one integer check (:func:`pgqueue.vocabulary.checks.check_integer`)."""
 
 
 def check_text(value: Any, field: str, max_length: int, *, allow_empty: bool = True) -> str:

@@ -12,11 +12,12 @@ import asyncio
 import contextlib
 
 from pgqueue.db.queries import Q
-from pgqueue.errors import BrokerFenced, ValidationError
+from pgqueue.errors import BrokerFenced
 from pgqueue.manager.context import EngineContext
 from pgqueue.manager.models import ClaimedJob
-from pgqueue.manager.options import validate_queue_name
 from pgqueue.manager.rows import claimed_from_row
+from pgqueue.vocabulary.checks import check_integer
+from pgqueue.vocabulary.names import validate_queue_name
 
 __all__ = ["MAX_PULL_COUNT", "MAX_PULL_TIMEOUT_MS", "claim_once", "pull_batch"]
 
@@ -33,12 +34,7 @@ def _check(queue: str, count: int, lock_ttl_ms: int | None, timeout_ms: int) -> 
     if lock_ttl_ms is not None:
         checks.append(("lockTtl", lock_ttl_ms, 1, 86_400_000))
     for name, value, lo, hi in checks:
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise ValidationError(f"{name} must be an integer", field=name)
-        if value < lo:
-            raise ValidationError(f"{name} must be at least {lo}", field=name)
-        if value > hi:
-            raise ValidationError(f"{name} must be at most {hi}", field=name)
+        check_integer(value, name, lo, hi, floats=False)
 
 
 async def claim_once(

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pgqueue.db.queries import Q
 from pgqueue.manager.context import EngineContext
-from pgqueue.manager.options import validate_job_id, validate_queue_name
+from pgqueue.vocabulary.names import validate_job_id, validate_queue_name
 
 __all__ = ["deduplication_job_id", "remove_deduplication_key", "remove_job_deduplication_key"]
 

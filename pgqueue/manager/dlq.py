@@ -36,7 +36,7 @@ from pgqueue.manager.dlq_policy import (
     validate_stall_config_patch,
     validate_why,
 )
-from pgqueue.manager.options import validate_job_id, validate_queue_name
+from pgqueue.vocabulary.names import validate_job_id, validate_queue_name
 
 __all__ = ["DlqOps"]
 

@@ -17,14 +17,13 @@ none after ``maxAutoRetries``.  An entry expires ``maxAge`` after it entered
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypedDict
 
 from pgqueue.errors import ValidationError
-from pgqueue.manager.arguments import MAX_INSTANT_MS
-from pgqueue.manager.options import validate_job_id
+from pgqueue.vocabulary.checks import DAY_MS, MAX_EPOCH_MS, check_integer, number_fault
+from pgqueue.vocabulary.names import validate_job_id
 
 __all__ = [
     "DEFAULT_DLQ_CONFIG",
@@ -44,7 +43,6 @@ __all__ = [
     "validate_why",
 ]
 
-DAY_MS = 86_400_000
 MAX_BACKOFF_EXPONENT = 16
 MAX_WHY_LENGTH = 4096
 MAX_FILTER_IDS = 100_000
@@ -112,22 +110,6 @@ _STALL_FIELDS: dict[str, tuple[str, str, int, int, bool]] = {
 }
 
 
-def _integer(label: str, value: Any, lo: int, hi: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise ValidationError(f"{label} must be a number", field=label)
-    if isinstance(value, float):
-        if not math.isfinite(value):
-            raise ValidationError(f"{label} must be a finite number", field=label)
-        if not value.is_integer():
-            raise ValidationError(f"{label} must be an integer", field=label)
-    number = int(value)
-    if number < lo:
-        raise ValidationError(f"{label} must be at least {lo}", field=label)
-    if number > hi:
-        raise ValidationError(f"{label} must be at most {hi}", field=label)
-    return number
-
-
 def _patch(
     what: str, patch: object, fields: Mapping[str, tuple[str, str, int, int, bool]]
 ) -> dict[str, Any]:
@@ -149,7 +131,7 @@ def _patch(
                 raise ValidationError(f"{name} must be a boolean", field=name)
             out[name] = value
         else:
-            out[name] = _integer(name, value, lo, hi)
+            out[name] = check_integer(value, name, lo, hi)
     return out
 
 
@@ -266,11 +248,12 @@ class DlqFilter:
 def _instant(label: str, value: object) -> float | None:
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-        raise ValidationError(f"{label} must be a finite number (ms since the epoch)", field=label)
-    if not 0 <= value <= MAX_INSTANT_MS:
+    fault = number_fault(value, 0, MAX_EPOCH_MS)
+    if fault is None:
+        return float(value)  # type: ignore[arg-type]
+    if fault.startswith("must be at"):
         raise ValidationError(f"{label} must be a time in ms since the epoch", field=label)
-    return float(value)
+    raise ValidationError(f"{label} must be a finite number (ms since the epoch)", field=label)
 
 
 def _flag(label: str, value: object) -> bool | None:
@@ -301,7 +284,7 @@ def build_filter(
     if reason is not None and reason not in DLQ_REASONS:
         raise ValidationError(f"reason must be one of {', '.join(DLQ_REASONS)}", field="reason")
     if limit is not None:
-        limit = _integer("limit", limit, 1, max_limit or 2**31 - 1)
+        limit = check_integer(limit, "limit", 1, max_limit or 2**31 - 1)
     return DlqFilter(
         job_ids=ids,
         reason=reason,

@@ -50,11 +50,12 @@ from pgqueue.manager.control import ControlOps
 from pgqueue.manager.dlq import DlqOps
 from pgqueue.manager.models import AckItem, ClaimedJob, ItemOutcome, Job, JobCounts
 from pgqueue.manager.notifier import Notifier
-from pgqueue.manager.options import JobSpec, build_job_spec, validate_queue_name
+from pgqueue.manager.options import JobSpec, build_job_spec
 from pgqueue.manager.outbox import OutboxReader, ResumeToken, Subscription
 from pgqueue.manager.sessions import BrokerSession
 from pgqueue.manager.webhooks import WebhookOps
 from pgqueue.service import Service
+from pgqueue.vocabulary.names import validate_queue_name
 
 __all__ = ["PostgresQueueManager"]
 

@@ -20,7 +20,7 @@ from pgqueue.db.retry import in_transaction
 from pgqueue.errors import JobNotFound
 from pgqueue.manager import reads
 from pgqueue.manager.context import EngineContext
-from pgqueue.manager.options import validate_job_id
+from pgqueue.vocabulary.names import validate_job_id
 
 __all__ = ["remove_child_dependency", "remove_unprocessed_children"]
 

@@ -13,7 +13,8 @@ from typing import Any
 
 from pgqueue.errors import ValidationError
 from pgqueue.ids import uuid7
-from pgqueue.manager.options import JobSpec, build_job_spec, validate_queue_name
+from pgqueue.manager.options import JobSpec, build_job_spec
+from pgqueue.vocabulary.names import validate_queue_name
 
 __all__ = ["MAX_FLOW_JOBS", "flatten"]
 

@@ -18,6 +18,7 @@ from pgqueue.errors import BrokerFenced, ValidationError
 from pgqueue.manager.completion import parse_fence, requeue
 from pgqueue.manager.context import EngineContext
 from pgqueue.manager.models import ItemOutcome
+from pgqueue.vocabulary.checks import integer_fault
 
 __all__ = ["extend_leases", "release_jobs", "release_session_leases"]
 
@@ -35,7 +36,7 @@ async def extend_leases(
     if len(durations) != len(items):
         raise ValidationError("durations length must match ids length", field="durations")
     for value in durations:
-        if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_LEASE_MS:
+        if integer_fault(value, 1, MAX_LEASE_MS, floats=False) is not None:
             raise ValidationError(
                 f"duration must be an integer between 1 and {MAX_LEASE_MS}", field="duration"
             )

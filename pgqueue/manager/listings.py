@@ -23,8 +23,8 @@ from pgqueue.manager import reads
 from pgqueue.manager.arguments import check_bool, check_int
 from pgqueue.manager.context import EngineContext
 from pgqueue.manager.models import JOB_STATES, Job
-from pgqueue.manager.options import validate_job_id, validate_queue_name
 from pgqueue.manager.rows import job_from_row
+from pgqueue.vocabulary.names import validate_job_id, validate_queue_name
 
 __all__ = [
     "MAX_LIST_LIMIT",

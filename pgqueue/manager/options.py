@@ -10,39 +10,44 @@ field names the caller used (the broker's camelCase wire names).
 from __future__ import annotations
 
 import json
-import math
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from pgqueue import jsontext
 from pgqueue.errors import ValidationError
-from pgqueue.manager.arguments import MAX_INSTANT_MS
+from pgqueue.vocabulary.checks import DAY_MS, YEAR_MS, integer_fault
+from pgqueue.vocabulary.job_options import (
+    DEFAULT_BACKOFF_MAX_MS,
+    DEFAULT_BACKOFF_MS,
+    DEFAULT_MAX_ATTEMPTS,
+    ENGINE_NAMES,
+    by_python,
+    opts_options,
+)
+from pgqueue.vocabulary.names import (
+    MAX_NAME_LENGTH,
+    id_fault,
+    id_fault_text,
+    js_length,
+    validate_job_name,
+    validate_queue_name,
+)
 
 __all__ = [
     "DEFAULT_BACKOFF_MAX_MS",
     "DEFAULT_BACKOFF_MS",
     "DEFAULT_MAX_ATTEMPTS",
     "JOB_OPTIONS",
-    "MAX_NAME_LENGTH",
     "Backoff",
     "DedupMode",
     "JobSpec",
     "build_job_spec",
     "encode_json",
-    "validate_job_id",
-    "validate_job_name",
-    "validate_queue_name",
 ]
 
-MAX_NAME_LENGTH = 256
-DEFAULT_MAX_ATTEMPTS = 3
-DEFAULT_BACKOFF_MS = 1_000
-DEFAULT_BACKOFF_MAX_MS = 3_600_000
-_DAY_MS = 86_400_000
-_PRIORITY_LIMIT = 1_000_000
-_QUEUE_NAME = re.compile(r"^[a-zA-Z0-9_\-.:]+$")
+JOB_OPTIONS = ENGINE_NAMES
+"""Every option name :func:`build_job_spec` accepts (:mod:`pgqueue.vocabulary.job_options`)."""
 
 DedupMode = str  # 'reject' | 'extend' | 'replace'
 
@@ -87,47 +92,6 @@ class JobSpec:
     depends_on: tuple[str, ...] = ()
     created_at_ms: float | None = None
     opts_json: str = "{}"
-
-
-def validate_queue_name(queue: object, label: str = "queue") -> str:
-    """Check a queue name with bunqueue's rules and messages."""
-    if queue is None or queue == "":
-        raise ValidationError("Queue name is required", field=label)
-    if not isinstance(queue, str):
-        raise ValidationError(f"{label} must be a string", field=label)
-    if len(queue) > MAX_NAME_LENGTH:
-        raise ValidationError("Queue name too long (max 256 characters)", field=label)
-    if not _QUEUE_NAME.match(queue):
-        raise ValidationError("Queue name contains invalid characters", field=label)
-    return queue
-
-
-def validate_job_name(name: object, label: str = "name") -> str:
-    """A job name: a non-empty printable string of at most 256 characters."""
-    if (
-        not isinstance(name, str)
-        or not name
-        or len(name) > MAX_NAME_LENGTH
-        or not name.isprintable()
-    ):
-        raise ValidationError(
-            "Job name must be a non-empty string of at most 256 characters "
-            "without control characters",
-            field=label,
-        )
-    return name
-
-
-def validate_job_id(job_id: object, label: str = "jobId") -> str:
-    """A job id or custom id: a non-empty printable string of at most 256 characters."""
-    if not isinstance(job_id, str):
-        raise ValidationError(f"{label} must be a string", field=label)
-    if not job_id or len(job_id) > MAX_NAME_LENGTH or not job_id.isprintable():
-        raise ValidationError(
-            f"{label} must be a non-empty string of at most 256 printable characters",
-            field=label,
-        )
-    return job_id
 
 
 def encode_json(
@@ -177,26 +141,17 @@ class _Reader:
     def fail(self, key: str, message: str) -> ValidationError:
         return ValidationError(f"{self.prefix}{self.label(key)} {message}", field=key)
 
-    def integer(self, key: str, lo: int, hi: int, default: int | None = None) -> int | None:
+    def integer(self, key: str, lo: float, hi: float, default: int | None = None) -> int | None:
         value = self.opts.get(key)
         if value is None:
             return default
         return self.check_int(key, value, lo, hi)
 
-    def check_int(self, key: str, value: Any, lo: int, hi: int) -> int:
-        if isinstance(value, bool) or not isinstance(value, int | float):
-            raise self.fail(key, "must be a number")
-        if isinstance(value, float):
-            if not math.isfinite(value):
-                raise self.fail(key, "must be a finite number")
-            if not value.is_integer():
-                raise self.fail(key, "must be an integer")
-        number = int(value)
-        if number < lo:
-            raise self.fail(key, f"must be at least {lo}")
-        if number > hi:
-            raise self.fail(key, f"must be at most {hi}")
-        return number
+    def check_int(self, key: str, value: Any, lo: float, hi: float) -> int:
+        fault = integer_fault(value, lo, hi)
+        if fault is not None:
+            raise self.fail(key, fault)
+        return int(value)
 
     def boolean(self, key: str, default: bool = False) -> bool:
         value = self.opts.get(key)
@@ -210,24 +165,44 @@ class _Reader:
         value = self.opts.get(key)
         if value is None:
             return None
-        if not isinstance(value, str):
-            raise self.fail(key, "must be a string")
-        if not value or len(value) > MAX_NAME_LENGTH or not value.isprintable():
-            raise self.fail(key, "must be a non-empty string of at most 256 printable characters")
-        return value
+        fault = id_fault(value)
+        if fault is not None:
+            raise self.fail(key, id_fault_text(fault))
+        return str(value)
 
-    def string_list(self, key: str, limit: int = 1000) -> tuple[str, ...]:
+    def string_list(self, key: str, limit: float = 1000) -> tuple[str, ...]:
         value = self.opts.get(key)
         if value is None:
             return ()
         if not isinstance(value, list | tuple) or len(value) > limit:
-            raise self.fail(key, f"must be a list of at most {limit} strings")
+            raise self.fail(key, f"must be a list of at most {int(limit)} strings")
         out = []
         for item in value:
-            if not isinstance(item, str) or not item or len(item) > MAX_NAME_LENGTH:
+            if not isinstance(item, str) or not item or js_length(item) > MAX_NAME_LENGTH:
                 raise self.fail(key, "must be a list of non-empty strings")
             out.append(item)
         return tuple(out)
+
+    def declared(self, key: str) -> int | None:
+        """An integer option, with the bounds and default of its declaration."""
+        option = by_python(key)
+        default = option.default if isinstance(option.default, int) else None
+        return self.integer(key, option.lo, option.hi, default)
+
+    def plain(self, key: str) -> Any:
+        """An option of a plain kind (:data:`~pgqueue.vocabulary.job_options.PLAIN_KINDS`),
+        read by its declaration; None when not set (or an empty list, or false)."""
+        option = by_python(key)
+        if option.kind == "boolean":
+            return True if self.boolean(key) else None
+        if option.kind in ("ids", "texts"):
+            return list(self.string_list(key, limit=option.hi)) or None
+        if option.kind == "number":
+            value = self.opts.get(key)
+            return (
+                None if value is None else float(self.check_int(key, value, option.lo, option.hi))
+            )
+        return self.declared(key)
 
 
 def _backoff(reader: _Reader) -> Backoff:
@@ -235,7 +210,7 @@ def _backoff(reader: _Reader) -> Backoff:
     if value is None:
         return DEFAULT_BACKOFF
     if isinstance(value, int | float) and not isinstance(value, bool):
-        delay = reader.check_int("backoff", value, 0, _DAY_MS)
+        delay = reader.check_int("backoff", value, 0, DAY_MS)
         return Backoff("exponential", delay, DEFAULT_BACKOFF_MAX_MS)
     if not isinstance(value, Mapping):
         raise reader.fail("backoff", "must be a number or {type, delay}")
@@ -248,9 +223,9 @@ def _backoff(reader: _Reader) -> Backoff:
             f"{reader.prefix}{reader.label('backoff')}.type must be 'exponential' or 'fixed'",
             field="backoff",
         )
-    delay = reader.check_int("backoff", value.get("delay", DEFAULT_BACKOFF_MS), 0, _DAY_MS)
+    delay = reader.check_int("backoff", value.get("delay", DEFAULT_BACKOFF_MS), 0, DAY_MS)
     cap_value = value.get("max_delay", value.get("maxDelay", DEFAULT_BACKOFF_MAX_MS))
-    cap = reader.check_int("backoff", cap_value, 0, _DAY_MS)
+    cap = reader.check_int("backoff", cap_value, 0, DAY_MS)
     return Backoff(kind, delay, cap)
 
 
@@ -264,7 +239,7 @@ def _dedup(reader: _Reader) -> tuple[DedupMode, int | None]:
     if unknown:
         raise reader.fail("dedup", f"has unknown keys: {', '.join(sorted(unknown))}")
     sub = _Reader(value, {k: f"{reader.label('dedup')}.{k}" for k in value}, reader.prefix)
-    ttl = sub.integer("ttl", 1, 365 * _DAY_MS)
+    ttl = sub.integer("ttl", 1, YEAR_MS)
     if sub.boolean("replace"):
         return "replace", ttl
     if sub.boolean("extend"):
@@ -272,44 +247,6 @@ def _dedup(reader: _Reader) -> tuple[DedupMode, int | None]:
             raise reader.fail("dedup", "extend needs a ttl")
         return "extend", ttl
     return "reject", ttl
-
-
-_OPTS_BOOLEANS = (
-    "fail_parent_on_failure",
-    "ignore_dependency_on_failure",
-    "remove_dependency_on_failure",
-    "continue_parent_on_failure",
-)
-
-JOB_OPTIONS = frozenset(
-    {
-        "priority",
-        "lifo",
-        "delay",
-        "attempts",
-        "max_attempts",
-        "backoff",
-        "timeout",
-        "ttl",
-        "stall_timeout",
-        "job_id",
-        "custom_id",
-        "remove_on_complete",
-        "remove_on_fail",
-        "unique_key",
-        "dedup",
-        "depends_on",
-        "parent_id",
-        "parent_queue",
-        "group_id",
-        "tags",
-        "children_ids",
-        "stack_trace_limit",
-        "keep_logs",
-        "timestamp",
-        *_OPTS_BOOLEANS,
-    }
-)
 
 
 def build_job_spec(
@@ -345,29 +282,21 @@ def build_job_spec(
     attempts_key = "max_attempts" if options.get("max_attempts") is not None else "attempts"
     custom_id = reader.string("job_id") or reader.string("custom_id")
     has_group = options.get("group_id") is not None
-    priority_lo, priority_hi = (0, 2_097_151) if has_group else (-_PRIORITY_LIMIT, _PRIORITY_LIMIT)
+    priority = by_python("priority")
+    priority_lo, priority_hi = (0, 2_097_151) if has_group else (priority.lo, priority.hi)
     dedup_mode, unique_ttl = _dedup(reader)
     unique_key = reader.string("unique_key")
-    depends_on = reader.string_list("depends_on")
+    depends_on = reader.string_list("depends_on", limit=by_python("depends_on").hi)
     extras: dict[str, Any] = {}
-    tags = reader.string_list("tags", limit=100)
-    if tags:
-        extras["tags"] = list(tags)
     if depends_on:
         extras["depends_on"] = list(depends_on)
-    children = reader.string_list("children_ids", limit=10_000)
-    if children:
-        extras["children_ids"] = list(children)
-    for key in ("stack_trace_limit", "keep_logs"):
-        value = reader.integer(key, 0, 1_000_000)
+    for option in opts_options():
+        value = reader.plain(option.name)
         if value is not None:
-            extras[key] = value
-    for key in _OPTS_BOOLEANS:
-        if reader.boolean(key):
-            extras[key] = True
+            extras[option.name] = value
     timestamp = options.get("timestamp")
     if timestamp is not None:
-        timestamp = float(reader.check_int("timestamp", timestamp, 0, MAX_INSTANT_MS))
+        timestamp = float(reader.check_int("timestamp", timestamp, 0, by_python("timestamp").hi))
     return JobSpec(
         queue=queue,
         name=str(name),
@@ -376,13 +305,12 @@ def build_job_spec(
         id=custom_id,
         priority=reader.integer("priority", priority_lo, priority_hi, 0) or 0,
         lifo=reader.boolean("lifo"),
-        delay_ms=reader.integer("delay", 0, 365 * _DAY_MS, 0) or 0,
-        max_attempts=reader.integer(attempts_key, 1, 1000, DEFAULT_MAX_ATTEMPTS)
-        or DEFAULT_MAX_ATTEMPTS,
+        delay_ms=reader.declared("delay") or 0,
+        max_attempts=reader.declared(attempts_key) or DEFAULT_MAX_ATTEMPTS,
         backoff=_backoff(reader),
-        timeout_ms=reader.integer("timeout", 0, _DAY_MS) or None,
-        ttl_ms=reader.integer("ttl", 0, 365 * _DAY_MS) or None,
-        stall_timeout_ms=reader.integer("stall_timeout", 0, _DAY_MS) or None,
+        timeout_ms=reader.declared("timeout") or None,
+        ttl_ms=reader.declared("ttl") or None,
+        stall_timeout_ms=reader.declared("stall_timeout") or None,
         remove_on_complete=reader.boolean("remove_on_complete"),
         remove_on_fail=reader.boolean("remove_on_fail"),
         unique_key=unique_key,

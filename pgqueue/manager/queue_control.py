@@ -22,7 +22,6 @@ otherwise.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -35,10 +34,11 @@ from pgqueue.db.executor import Executor, Row
 from pgqueue.db.queries import Q, Query
 from pgqueue.db.retry import in_transaction
 from pgqueue.errors import InvalidState, ValidationError
-from pgqueue.manager.arguments import DAY_MS, MAX_INSTANT_MS, check_bool, check_int
+from pgqueue.manager.arguments import DAY_MS, check_bool, check_int
 from pgqueue.manager.context import EngineContext
 from pgqueue.manager.lost_dependencies import drop_dangling_edges, settle_lost_dependencies
-from pgqueue.manager.options import validate_job_id, validate_queue_name
+from pgqueue.vocabulary.checks import MAX_EPOCH_MS, number_fault
+from pgqueue.vocabulary.names import validate_job_id, validate_queue_name
 
 __all__ = [
     "BATCH_SIZE",
@@ -281,12 +281,11 @@ async def obliterate(ctx: EngineContext, queue: str, force: bool = False) -> int
 
 
 def _timestamp(value: Any) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-        raise ValidationError("timestamp must be a finite number", field="timestamp")
-    if value < 0:
-        raise ValidationError("timestamp must be at least 0", field="timestamp")
-    if value > MAX_INSTANT_MS:
-        raise ValidationError(f"timestamp must be at most {MAX_INSTANT_MS}", field="timestamp")
+    fault = number_fault(value, 0, MAX_EPOCH_MS)
+    if fault == "must be a number":
+        fault = "must be a finite number"
+    if fault is not None:
+        raise ValidationError(f"timestamp {fault}", field="timestamp")
     return float(value)
 
 

@@ -7,15 +7,33 @@ looks the same however it is reached.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from pgqueue.manager.models import Job
+from pgqueue.vocabulary.job_options import opts_options
 
 __all__ = ["job_view"]
 
 
 def _ms(value: float | None) -> float | None:
     return None if value is None else float(value)
+
+
+def _from_opts(options: Mapping[str, Any]) -> dict[str, Any]:
+    """The options kept in the job's ``opts`` document, as their declarations show them."""
+    shown: dict[str, Any] = {}
+    for option in _SHOWN:
+        value = options.get(option.name, option.view_default)
+        if option.kind in ("ids", "texts"):
+            value = list(value or [])
+        elif option.kind == "boolean":
+            value = bool(value)
+        shown[option.wire or option.name] = value
+    return shown
+
+
+_SHOWN = tuple(option for option in opts_options() if option.view)
 
 
 def job_view(job: Job, *, with_state: bool = False) -> dict[str, Any]:
@@ -35,9 +53,7 @@ def job_view(job: Job, *, with_state: bool = False) -> dict[str, Any]:
         "backoff": job.backoff["delay"],
         "backoffConfig": dict(job.backoff),
         "dependsOn": list(options.get("depends_on") or []),
-        "childrenIds": list(children),
         "childrenCompleted": max(0, len(children) - job.pending_dependencies),
-        "tags": list(options.get("tags") or []),
         "progress": job.progress if job.progress is not None else 0,
         "progressMessage": job.progress_message,
         "stacktrace": job.stacktrace,
@@ -57,15 +73,10 @@ def job_view(job: Job, *, with_state: bool = False) -> dict[str, Any]:
         "parentId": job.parent_id,
         "groupId": job.group_id,
         "stallTimeout": None,
-        "stackTraceLimit": options.get("stack_trace_limit", 10),
-        "keepLogs": options.get("keep_logs"),
         "sizeLimit": None,
-        "failParentOnFailure": bool(options.get("fail_parent_on_failure")),
-        "removeDependencyOnFailure": bool(options.get("remove_dependency_on_failure")),
-        "continueParentOnFailure": bool(options.get("continue_parent_on_failure")),
-        "ignoreDependencyOnFailure": bool(options.get("ignore_dependency_on_failure")),
         "timeline": [],
     }
+    wire.update(_from_opts(options))
     if with_state:
         wire["state"] = job.state
         if job.state == "completed":

@@ -33,7 +33,7 @@ from typing import Any
 
 from pgqueue import jsontext
 from pgqueue.errors import ValidationError
-from pgqueue.manager.options import validate_queue_name
+from pgqueue.vocabulary.names import validate_queue_name
 
 __all__ = [
     "EVENT_OF_OUTBOX_TYPE",

@@ -23,8 +23,8 @@ from pgqueue.errors import ValidationError
 from pgqueue.ids import uuid7
 from pgqueue.manager.arguments import INT4_MAX, check_int, check_text
 from pgqueue.manager.context import EngineContext
-from pgqueue.manager.options import validate_job_id, validate_job_name, validate_queue_name
 from pgqueue.manager.rows import ms
+from pgqueue.vocabulary.names import validate_job_id, validate_job_name, validate_queue_name
 
 __all__ = [
     "MAX_LISTED_WORKERS",

@@ -22,7 +22,7 @@ from pgqueue.protocol.codec import (
 from pgqueue.protocol.envelope import command_name, request_id
 from pgqueue.protocol.fields import JSON_MAX_DEPTH, MAX_SAFE_INTEGER, Fields, json_value_error
 from pgqueue.protocol.framing import HEADER_SIZE, MAX_FRAME_SIZE, FrameReader, encode_frame
-from pgqueue.protocol.names import (
+from pgqueue.vocabulary.names import (
     MAX_NAME_LENGTH,
     job_id_error,
     job_name_error,

@@ -21,7 +21,8 @@ from typing import Any, Final, cast, overload
 
 from pgqueue import jsontext
 from pgqueue.errors import ValidationError
-from pgqueue.protocol.names import job_id_error, job_name_error, js_length, queue_name_error
+from pgqueue.vocabulary.checks import integer_fault, number_fault
+from pgqueue.vocabulary.names import job_id_error, job_name_error, js_length, queue_name_error
 
 __all__ = ["JSON_MAX_DEPTH", "MAX_SAFE_INTEGER", "Fields", "json_value_error"]
 
@@ -30,13 +31,6 @@ MAX_SAFE_INTEGER: Final = 2**53 - 1
 
 JSON_MAX_DEPTH: Final = jsontext.JSON_MAX_DEPTH
 """Deepest nesting :meth:`Fields.json_value` accepts (the codec allows 128 in all)."""
-
-
-def _js_number(value: float) -> str:
-    """A bound as JavaScript prints it: ``60000``, not ``60000.0``."""
-    if isinstance(value, float) and value.is_integer() and abs(value) < 1e21:
-        return str(int(value))
-    return str(value)
 
 
 class Fields:
@@ -145,19 +139,15 @@ class Fields:
         return default if value is None else self._int(name, value, minimum, maximum)
 
     def _int(self, name: str, value: object, minimum: int, maximum: int) -> int:
-        number = self._finite(name, value)
-        if isinstance(number, float):
-            if not number.is_integer():
-                raise self.error(name, "must be an integer")
-            number = int(number)
-        self._bounds(name, number, minimum, maximum)
-        return int(number)
+        fault = integer_fault(value, minimum, maximum)
+        if fault is not None:
+            raise self.error(name, fault)
+        assert isinstance(value, int | float)
+        return int(value)
 
     def number(self, name: str, *, minimum: float = -math.inf, maximum: float = math.inf) -> float:
         """A finite number in [minimum, maximum], int or float, returned as sent."""
-        number = self._finite(name, self._required(name))
-        self._bounds(name, number, minimum, maximum)
-        return number
+        return self._number(name, self._required(name), minimum, maximum)
 
     @overload
     def opt_number(
@@ -178,22 +168,13 @@ class Fields:
         value = self._msg.get(name)
         if value is None:
             return default
-        number = self._finite(name, value)
-        self._bounds(name, number, minimum, maximum)
-        return number
+        return self._number(name, value, minimum, maximum)
 
-    def _finite(self, name: str, value: object) -> float:
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise self.error(name, "must be a number")
-        if isinstance(value, float) and not math.isfinite(value):
-            raise self.error(name, "must be a finite number")
-        return value
-
-    def _bounds(self, name: str, number: float, minimum: float, maximum: float) -> None:
-        if number < minimum:
-            raise self.error(name, f"must be at least {_js_number(minimum)}")
-        if number > maximum:
-            raise self.error(name, f"must be at most {_js_number(maximum)}")
+    def _number(self, name: str, value: object, minimum: float, maximum: float) -> float:
+        fault = number_fault(value, minimum, maximum)
+        if fault is not None:
+            raise self.error(name, fault)
+        return value  # type: ignore[return-value]
 
     # ------------------------------------------------------------------ booleans
 

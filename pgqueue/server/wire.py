@@ -2,7 +2,9 @@
 
 Requests use bunqueue's camelCase names; the engine uses snake_case options.
 :func:`job_options_from_wire` reads every option with strict types (via
-:class:`~pgqueue.protocol.fields.Fields`) and :data:`WIRE_LABELS` makes the
+:class:`~pgqueue.protocol.fields.Fields`): those of a plain kind as their
+declaration in :mod:`pgqueue.vocabulary.job_options` says, the others with a
+rule of their own here.  :data:`WIRE_LABELS` (from the declarations) makes the
 engine's own validation speak the wire names.  :func:`job_to_wire` renders the
 Job object the official clients parse (bunqueue §1.7); timestamps are float
 milliseconds, unset values are omitted (``undefined`` to a JS client).
@@ -18,6 +20,7 @@ from pgqueue.errors import DatabaseUnavailable, IndeterminateCommit, PgQueueErro
 from pgqueue.manager.outbox import Event
 from pgqueue.manager.views import job_view as job_to_wire
 from pgqueue.protocol import Fields
+from pgqueue.vocabulary.job_options import PLAIN_KINDS, WIRE_LABELS, JobOption, wire_options
 
 __all__ = [
     "LEGACY_PENDING_PARENT",
@@ -46,44 +49,34 @@ def client_message(exc: PgQueueError) -> str:
     return exc.message
 
 
-WIRE_LABELS: Mapping[str, str] = {
-    "attempts": "maxAttempts",
-    "max_attempts": "maxAttempts",
-    "job_id": "jobId",
-    "unique_key": "uniqueKey",
-    "depends_on": "dependsOn",
-    "parent_id": "parentId",
-    "parent_queue": "parentQueue",
-    "children_ids": "childrenIds",
-    "group_id": "groupId",
-    "remove_on_complete": "removeOnComplete",
-    "remove_on_fail": "removeOnFail",
-    "stall_timeout": "stallTimeout",
-    "stack_trace_limit": "stackTraceLimit",
-    "keep_logs": "keepLogs",
-    "fail_parent_on_failure": "failParentOnFailure",
-    "ignore_dependency_on_failure": "ignoreDependencyOnFailure",
-    "remove_dependency_on_failure": "removeDependencyOnFailure",
-    "continue_parent_on_failure": "continueParentOnFailure",
-}
+_WIRE_MAX_IDS = 10_000
+"""Most ids a list option may carry on the wire (the engine applies each option's own cap)."""
 
-_NUMBERS = {
-    "priority": "priority",
-    "delay": "delay",
-    "ttl": "ttl",
-    "timeout": "timeout",
-    "stallTimeout": "stall_timeout",
-    "stackTraceLimit": "stack_trace_limit",
-    "keepLogs": "keep_logs",
-    "timestamp": "timestamp",
-}
-_FLAGS = {
-    "lifo": "lifo",
-    "failParentOnFailure": "fail_parent_on_failure",
-    "ignoreDependencyOnFailure": "ignore_dependency_on_failure",
-    "removeDependencyOnFailure": "remove_dependency_on_failure",
-    "continueParentOnFailure": "continue_parent_on_failure",
-}
+
+def _read_declared(fields: Fields, option: JobOption, wire: str) -> Any:
+    """One option of a plain kind, read by its declaration (bounds: the engine's)."""
+    if option.kind == "boolean":
+        return fields.opt_bool(wire)
+    if option.kind == "ids":
+        return fields.opt_job_id_list(wire, max_items=_WIRE_MAX_IDS)
+    if option.kind == "texts":
+        return fields.opt_str_list(wire, max_items=int(option.hi), max_len=256)
+    if option.kind == "text":
+        return fields.opt_str(wire, max_len=int(option.hi))
+    minimum = -math.inf if option.python is not None else option.lo
+    if option.kind == "integer" and option.python is None:
+        return fields.opt_int(wire, minimum=int(minimum))
+    return fields.opt_number(wire, minimum=minimum)
+
+
+_DECLARED = tuple(
+    option
+    for option in wire_options()
+    if option.kind in PLAIN_KINDS or (option.python is None and option.kind != "object")
+)
+"""The options read by :func:`_read_declared`: plain kinds, and bunqueue's options the
+engine does not act on (type-checked all the same: ``durable`` only matters to
+bunqueue's SQLite mode; debouncing, ``groupMaxSize`` and ``sizeLimit`` are not built)."""
 
 
 def _removal_flag(fields: Fields, name: str) -> bool | None:
@@ -104,17 +97,6 @@ def _removal_flag(fields: Fields, name: str) -> bool | None:
     raise fields.error(name, "must be a boolean, a count or {age, count}")
 
 
-def _check_unused_options(fields: Fields) -> None:
-    """Options of bunqueue's job model that the engine does not act on, type-checked
-    all the same (``durable`` only matters to bunqueue's SQLite mode; debouncing and
-    ``groupMaxSize``, ``sizeLimit`` are not built)."""
-    fields.opt_bool("durable")
-    fields.opt_str("debounceId", max_len=256)
-    fields.opt_number("debounceTtl", minimum=0)
-    fields.opt_int("groupMaxSize", minimum=0)
-    fields.opt_number("sizeLimit", minimum=0)
-
-
 def check_pull_group(fields: Fields) -> None:
     """PULL's ``group{concurrency?, limit?{max, duration}}``, type-checked (the claim
     does not take per-pull group limits)."""
@@ -131,18 +113,11 @@ def check_pull_group(fields: Fields) -> None:
 def job_options_from_wire(fields: Fields, *, custom_id_key: str) -> dict[str, Any]:
     """The engine options of one job input (PUSH body, PUSHB entry, PUSHF input)."""
     opts: dict[str, Any] = {}
-    for wire, engine in _NUMBERS.items():
-        value = fields.opt_number(wire)
-        if value is not None:
-            opts[engine] = value
-    for wire, engine in _FLAGS.items():
-        flag = fields.opt_bool(wire)
-        if flag is not None:
-            opts[engine] = flag
-    for wire in ("maxAttempts", "attempts"):
-        value = fields.opt_number(wire)
-        if value is not None:
-            opts["attempts"] = value
+    for option in _DECLARED:
+        for wire in (option.wire, *option.wire_aliases):
+            value = _read_declared(fields, option, wire or "")
+            if value is not None and value != [] and option.python is not None:
+                opts[option.python] = value
     backoff = fields.get("backoff")
     if backoff is not None:
         if isinstance(backoff, Mapping):
@@ -179,12 +154,6 @@ def job_options_from_wire(fields: Fields, *, custom_id_key: str) -> dict[str, An
                 if flag is not None:
                     spec[key] = flag
             opts["dedup"] = spec
-    depends = fields.opt_job_id_list("dependsOn", max_items=10_000)
-    if depends:
-        opts["depends_on"] = depends
-    children = fields.opt_job_id_list("childrenIds", max_items=10_000)
-    if children:
-        opts["children_ids"] = children
     parent = fields.opt_job_id("parentId")
     if parent is not None and parent != LEGACY_PENDING_PARENT:
         opts["parent_id"] = parent
@@ -195,9 +164,6 @@ def job_options_from_wire(fields: Fields, *, custom_id_key: str) -> dict[str, An
         if not isinstance(group, str) or not group or len(group) > 256:
             raise fields.error("groupId", "must be a non-empty string of at most 256 characters")
         opts["group_id"] = group
-    tags = fields.opt_str_list("tags", max_items=100, max_len=256)
-    if tags:
-        opts["tags"] = tags
     for flag_name, engine in (
         ("removeOnComplete", "remove_on_complete"),
         ("removeOnFail", "remove_on_fail"),
@@ -205,7 +171,6 @@ def job_options_from_wire(fields: Fields, *, custom_id_key: str) -> dict[str, An
         flag = _removal_flag(fields, flag_name)
         if flag is not None:
             opts[engine] = flag
-    _check_unused_options(fields)
     if fields.get("repeat") is not None:
         raise fields.error("repeat", "is not supported yet (repeatable jobs come with cron)")
     return opts

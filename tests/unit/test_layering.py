@@ -30,6 +30,19 @@ FORBIDDEN = {
         "pgqueue.cli",
     ),
     "client": ("pgqueue.server", "pgqueue.cli"),
+    "vocabulary": (
+        "pgqueue.db",
+        "pgqueue.manager",
+        "pgqueue.maintenance",
+        "pgqueue.server",
+        "pgqueue.client",
+        "pgqueue.protocol",
+        "pgqueue.cli",
+        "pgqueue.config",
+        "asyncpg",
+        "psycopg",
+        "httpx",
+    ),
     "server": ("pgqueue.client", "pgqueue.cli"),
 }
 

@@ -18,10 +18,8 @@ from pgqueue.manager.options import (
     JobSpec,
     build_job_spec,
     encode_json,
-    validate_job_id,
-    validate_job_name,
-    validate_queue_name,
 )
+from pgqueue.vocabulary.names import validate_job_id, validate_job_name, validate_queue_name
 
 LIMIT = 1024 * 1024
 DAY = 86_400_000

@@ -21,11 +21,12 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from pgqueue.errors import InvalidState, JobNotFound, PgQueueError, ValidationError
-from pgqueue.manager.arguments import DAY_MS, MAX_INSTANT_MS
+from pgqueue.manager.arguments import DAY_MS
 from pgqueue.manager.control_probe import not_active
 from pgqueue.manager.job_control import PRIORITY_LIMIT
 from pgqueue.server.registry import command
 from pgqueue.server.request import Request
+from pgqueue.vocabulary.checks import MAX_EPOCH_MS
 
 __all__ = ["forget_claim", "held_token", "missing_token_error"]
 
@@ -284,5 +285,5 @@ async def retry_completed(req: Request) -> dict[str, Any]:
     queue = f.queue()
     job_id = f.opt_job_id("id")
     count = f.opt_int("count", minimum=1, maximum=MAX_BULK)
-    timestamp = f.opt_number("timestamp", minimum=0, maximum=MAX_INSTANT_MS)
+    timestamp = f.opt_number("timestamp", minimum=0, maximum=MAX_EPOCH_MS)
     return {"count": await req.manager.retry_completed(queue, job_id, count, timestamp)}

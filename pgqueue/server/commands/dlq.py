@@ -15,12 +15,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from pgqueue.manager.arguments import MAX_INSTANT_MS
 from pgqueue.manager.dlq_policy import MAX_LIST_LIMIT
 from pgqueue.protocol import Fields
 from pgqueue.server.registry import command
 from pgqueue.server.request import Request
 from pgqueue.server.wire import job_to_wire
+from pgqueue.vocabulary.checks import MAX_EPOCH_MS
 
 MAX_WHY_LENGTH = 4096
 MAX_OFFSET = 1_000_000
@@ -40,8 +40,8 @@ def _filter(f: Fields) -> dict[str, Any]:
         raise sub.error("queue", "must be the command's queue")
     return {
         "reason": sub.opt_str("reason", max_len=64),
-        "older_than_ms": sub.opt_number("olderThan", minimum=0, maximum=MAX_INSTANT_MS),
-        "newer_than_ms": sub.opt_number("newerThan", minimum=0, maximum=MAX_INSTANT_MS),
+        "older_than_ms": sub.opt_number("olderThan", minimum=0, maximum=MAX_EPOCH_MS),
+        "newer_than_ms": sub.opt_number("newerThan", minimum=0, maximum=MAX_EPOCH_MS),
         "retriable": sub.opt_bool("retriable"),
         "expired": sub.opt_bool("expired"),
         "limit": sub.opt_int("limit", minimum=1, maximum=MAX_LIST_LIMIT),

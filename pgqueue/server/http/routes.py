@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from pgqueue.server.http.binding import Endpoint, Kind, Param
+from pgqueue.vocabulary.job_options import wire_options
 
 __all__ = ["ENDPOINTS", "JOB_OPTIONS", "SYSTEM_ROUTES", "SystemRoute", "unknown_job_field"]
 
@@ -38,39 +39,18 @@ WHY = _p("why", "string", "reason stored in the DLQ audit (with the token's name
 JOB_OPTIONS: tuple[Param, ...] = (
     _p("name", "string", 'job name (default: "default")'),
     _p("data", "any", "the job payload (any JSON value)"),
-    _p("jobId", "string", "custom id: a second push with it returns the same job"),
-    _p("priority", "integer", "higher runs first"),
-    _p("delay", "integer", "ms before the job becomes ready"),
-    _p("maxAttempts", "integer", "attempts before the job is dead-lettered"),
-    _p("backoff", "any", "retry backoff: ms, or {type: fixed|exponential, delay}"),
-    _p("timeout", "integer", "processing timeout in ms"),
-    _p("ttl", "integer", "ms after which an unclaimed job expires"),
-    _p("uniqueKey", "string", "deduplication key among live jobs"),
-    _p("groupId", "string", "job group"),
-    _p("dependsOn", "array", "ids of jobs that must complete first"),
-    _p("parentId", "string", "parent job of a flow"),
-    _p("tags", "array", "labels"),
-    _p("lifo", "boolean", "take before older jobs of the same priority"),
-    _p("removeOnComplete", "any", "drop the job when it completes"),
-    _p("removeOnFail", "any", "drop the job when it fails for good"),
-    _p("attempts", "integer", "alias of maxAttempts"),
-    _p("dedup", "object", "with uniqueKey: {ttl?, extend?, replace?}"),
-    _p("childrenIds", "array", "children of a flow parent"),
-    _p("failParentOnFailure", "boolean", "a failed child fails its parent"),
-    _p("removeDependencyOnFailure", "boolean", "a failed child is dropped from its parent"),
-    _p("ignoreDependencyOnFailure", "boolean", "a failed child counts as resolved"),
-    _p("continueParentOnFailure", "boolean", "the parent runs when a child fails"),
-    _p("stallTimeout", "integer", "ms without a heartbeat before the job counts as stalled"),
-    _p("stackTraceLimit", "integer", "stack lines kept on failure"),
-    _p("keepLogs", "integer", "log lines kept"),
-    _p("timestamp", "number", "creation time (ms)"),
-    _p("repeat", "object", "repeatable job options"),
-    _p("durable", "boolean", "accepted for bunqueue (every push is durable here)"),
-    _p("debounceId", "string", "accepted for bunqueue (stored only there)"),
-    _p("debounceTtl", "integer", "accepted for bunqueue (stored only there)"),
-    _p("groupMaxSize", "integer", "accepted for bunqueue"),
-    _p("sizeLimit", "number", "accepted for bunqueue"),
+    *(
+        _p(
+            wire,
+            option.json_type,
+            option.description if wire == option.wire else f"alias of {option.wire}",
+        )
+        for option in wire_options()
+        for wire in (option.wire or "", *option.wire_aliases)
+    ),
 )
+"""The fields of a job input: its name, its data and every option a client may send
+(declared in :mod:`pgqueue.vocabulary.job_options`)."""
 
 _JOB_FIELDS = frozenset(p.name for p in JOB_OPTIONS) | {"queue"}
 _BULK_ENTRY_FIELDS = (_JOB_FIELDS - {"queue"}) | {"customId"}

@@ -1,0 +1,251 @@
+"""Every job option, declared once: its names, type, bounds, default and home.
+
+One :class:`JobOption` per option says what every front end needs to know:
+
+- ``python``: the name ``Queue.add(..., **opts)`` and the engine use (snake_case);
+- ``wire``: bunqueue's camelCase field (TCP and HTTP), ``None`` when it has none;
+- ``kind``: how a value is read (see :data:`Kind`), with ``lo``/``hi`` bounds for
+  numbers and item counts for lists, and the ``default`` when it is not set;
+- ``transports``: who may send it (``sdk``: the Python API, ``wire``: TCP and
+  HTTP); an option set by the SDK itself (flows) is ``internal``;
+- ``stored``: where the engine keeps it: ``column`` (a column of the job row,
+  read by admission), ``opts`` (the job's ``opts`` document, written and read
+  back without any code of its own) or ``ignored`` (bunqueue's, type-checked
+  and not acted on);
+- ``view``: the job view shows it (for ``opts`` options, with ``view_default``).
+
+From these come the engine's option names and labels, the wire reader's table,
+the SDK's wire names, the HTTP route table (so the OpenAPI document) and the
+options table of ``docs/protocol.md``.  An option of a plain kind (``integer``,
+``number``, ``boolean``, ``ids``, ``texts``) stored in ``opts`` needs nothing
+but its declaration; the other kinds have a named reader in the engine
+(:mod:`pgqueue.manager.options`) and on the wire (:mod:`pgqueue.server.wire`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Final, Literal
+
+from pgqueue.vocabulary.checks import DAY_MS, MAX_EPOCH_MS, YEAR_MS
+
+__all__ = [
+    "DEFAULT_BACKOFF_MAX_MS",
+    "DEFAULT_BACKOFF_MS",
+    "DEFAULT_MAX_ATTEMPTS",
+    "ENGINE_NAMES",
+    "JOB_OPTIONS",
+    "PLAIN_KINDS",
+    "WIRE_LABELS",
+    "JobOption",
+    "JsonType",
+    "Kind",
+    "Stored",
+    "Transport",
+    "by_python",
+    "camel_hints",
+    "opts_options",
+    "sdk_options",
+    "wire_options",
+]
+
+Kind = Literal[
+    "integer",  # an integer in lo..hi (an integral float counts)
+    "number",  # a finite number in lo..hi
+    "boolean",  # true or false
+    "text",  # a string of at most hi characters
+    "id",  # a job id (pgqueue.vocabulary.names)
+    "ids",  # a list of at most hi job ids
+    "texts",  # a list of at most hi strings
+    "backoff",  # ms, or {type, delay, maxDelay}
+    "dedup",  # {ttl?, extend?, replace?}
+    "removal",  # a boolean, or BullMQ's count / {age, count}
+    "group",  # a string (or an integer, made a string on the wire)
+    "object",  # a map
+]
+Transport = Literal["sdk", "wire", "internal"]
+JsonType = Literal["string", "integer", "number", "boolean", "array", "object", "any"]
+Stored = Literal["column", "opts", "ignored"]
+
+PLAIN_KINDS: Final = frozenset({"integer", "number", "boolean", "ids", "texts"})
+"""Kinds read, checked, stored and shown by the declaration alone."""
+
+DEFAULT_MAX_ATTEMPTS: Final = 3
+DEFAULT_BACKOFF_MS: Final = 1_000
+DEFAULT_BACKOFF_MAX_MS: Final = 3_600_000
+
+_JSON_TYPES: Final[Mapping[Kind, JsonType]] = {
+    "integer": "integer",
+    "number": "number",
+    "boolean": "boolean",
+    "text": "string",
+    "id": "string",
+    "ids": "array",
+    "texts": "array",
+    "backoff": "any",
+    "dedup": "object",
+    "removal": "any",
+    "group": "string",
+    "object": "object",
+}
+
+_BOTH: Final[frozenset[Transport]] = frozenset({"sdk", "wire"})
+_WIRE: Final[frozenset[Transport]] = frozenset({"wire"})
+_INTERNAL: Final[frozenset[Transport]] = frozenset({"internal", "wire"})
+
+
+@dataclass(frozen=True, slots=True)
+class JobOption:
+    """One job option (see the module docstring)."""
+
+    python: str | None
+    wire: str | None
+    kind: Kind
+    description: str
+    stored: Stored = "column"
+    lo: float = 0
+    hi: float = 0
+    default: object = None
+    transports: frozenset[Transport] = _BOTH
+    python_aliases: tuple[str, ...] = ()
+    wire_aliases: tuple[str, ...] = ()
+    view: bool = True
+    view_default: object = None
+
+    @property
+    def name(self) -> str:
+        """The name the option is known by (its Python name, else its wire name)."""
+        return self.python or self.wire or ""
+
+    @property
+    def json_type(self) -> JsonType:
+        """The JSON type of its values, as the OpenAPI document and the docs give it."""
+        return _JSON_TYPES[self.kind]
+
+    @property
+    def plain(self) -> bool:
+        """Read, stored in ``opts`` and shown by the declaration alone."""
+        return self.kind in PLAIN_KINDS and self.stored == "opts"
+
+
+def _opt(
+    python: str | None, wire: str | None, kind: Kind, description: str, **kw: object
+) -> JobOption:
+    return JobOption(python, wire, kind, description, **kw)  # type: ignore[arg-type]
+
+
+# fmt: off
+JOB_OPTIONS: Final[tuple[JobOption, ...]] = (
+    _opt("job_id", "jobId", "id", "custom id: a second push with it returns the same job",
+         python_aliases=("custom_id",)),
+    _opt("priority", "priority", "integer", "higher runs first (0..2097151 in a group)",
+         lo=-1_000_000, hi=1_000_000, default=0),
+    _opt("delay", "delay", "integer", "ms before the job becomes ready", hi=YEAR_MS, default=0),
+    _opt("attempts", "maxAttempts", "integer", "attempts before the job is dead-lettered",
+         lo=1, hi=1000, default=DEFAULT_MAX_ATTEMPTS, python_aliases=("max_attempts",),
+         wire_aliases=("attempts",)),
+    _opt("backoff", "backoff", "backoff",
+         "retry backoff: ms, or {type: fixed|exponential, delay, maxDelay}",
+         hi=DAY_MS, default=DEFAULT_BACKOFF_MS),
+    _opt("timeout", "timeout", "integer", "processing timeout in ms", hi=DAY_MS),
+    _opt("ttl", "ttl", "integer", "ms after which an unclaimed job expires", hi=YEAR_MS),
+    _opt("stall_timeout", "stallTimeout", "integer",
+         "ms without a heartbeat before the job counts as stalled", hi=DAY_MS),
+    _opt("unique_key", "uniqueKey", "text", "deduplication key among live jobs", hi=256),
+    _opt("dedup", "dedup", "dedup", "with uniqueKey: {ttl?, extend?, replace?}"),
+    _opt("group_id", "groupId", "group", "job group", hi=256),
+    _opt("depends_on", "dependsOn", "ids", "ids of jobs that must complete first", hi=1000),
+    _opt("parent_id", "parentId", "id", "parent job of a flow", transports=_INTERNAL),
+    _opt("parent_queue", None, "text", "queue of the parent job (in data.__parentQueue)",
+         transports=frozenset({"internal"}), view=False),
+    _opt("children_ids", "childrenIds", "ids", "children of a flow parent", stored="opts",
+         hi=10_000, transports=_INTERNAL),
+    _opt("tags", "tags", "texts", "labels", stored="opts", hi=100),
+    _opt("lifo", "lifo", "boolean", "take before older jobs of the same priority",
+         default=False),
+    _opt("remove_on_complete", "removeOnComplete", "removal", "drop the job when it completes",
+         default=False),
+    _opt("remove_on_fail", "removeOnFail", "removal", "drop the job when it fails for good",
+         default=False),
+    _opt("fail_parent_on_failure", "failParentOnFailure", "boolean",
+         "a failed child fails its parent", stored="opts", view_default=False),
+    _opt("remove_dependency_on_failure", "removeDependencyOnFailure", "boolean",
+         "a failed child is dropped from its parent", stored="opts", view_default=False),
+    _opt("ignore_dependency_on_failure", "ignoreDependencyOnFailure", "boolean",
+         "a failed child counts as resolved", stored="opts", view_default=False),
+    _opt("continue_parent_on_failure", "continueParentOnFailure", "boolean",
+         "the parent runs when a child fails", stored="opts", view_default=False),
+    _opt("stack_trace_limit", "stackTraceLimit", "integer", "stack lines kept on failure",
+         stored="opts", hi=1_000_000, view_default=10),
+    _opt("keep_logs", "keepLogs", "integer", "log lines kept", stored="opts", hi=1_000_000),
+    _opt("timestamp", "timestamp", "number", "creation time (ms since the epoch)",
+         hi=MAX_EPOCH_MS, view=False),
+    _opt(None, "repeat", "object", "repeatable job options (refused: they come with cron)",
+         stored="ignored", transports=_WIRE, view=False),
+    _opt(None, "durable", "boolean", "accepted for bunqueue (every push is durable here)",
+         stored="ignored", transports=_WIRE, view=False),
+    _opt(None, "debounceId", "text", "accepted for bunqueue (not acted on)", hi=256,
+         stored="ignored", transports=_WIRE, view=False),
+    _opt(None, "debounceTtl", "number", "accepted for bunqueue (not acted on)",
+         stored="ignored", hi=float("inf"), transports=_WIRE, view=False),
+    _opt(None, "groupMaxSize", "integer", "accepted for bunqueue (not acted on)",
+         stored="ignored", hi=2**53 - 1, transports=_WIRE, view=False),
+    _opt(None, "sizeLimit", "number", "accepted for bunqueue (not acted on)",
+         stored="ignored", hi=float("inf"), transports=_WIRE, view=False),
+)
+# fmt: on
+
+
+def by_python(name: str) -> JobOption:
+    """The option whose Python name (or alias) is ``name``."""
+    return _BY_PYTHON[name]
+
+
+_BY_PYTHON: Final[Mapping[str, JobOption]] = {
+    alias: option
+    for option in JOB_OPTIONS
+    if option.python is not None
+    for alias in (option.python, *option.python_aliases)
+}
+
+ENGINE_NAMES: Final = frozenset(_BY_PYTHON)
+"""Every option name the engine accepts (the SDK refuses its ``internal`` ones)."""
+
+WIRE_LABELS: Final[Mapping[str, str]] = {
+    alias: option.wire
+    for option in JOB_OPTIONS
+    if option.python is not None and option.wire is not None
+    for alias in (option.python, *option.python_aliases)
+    if alias != option.wire and alias != "custom_id"
+}
+"""Engine name -> wire name, so the engine's messages speak the wire's names."""
+
+
+def sdk_options() -> tuple[JobOption, ...]:
+    """The options ``Queue.add`` takes."""
+    return tuple(o for o in JOB_OPTIONS if "sdk" in o.transports)
+
+
+def wire_options() -> tuple[JobOption, ...]:
+    """The options a job input on TCP or HTTP may carry."""
+    return tuple(o for o in JOB_OPTIONS if "wire" in o.transports and o.wire is not None)
+
+
+def opts_options() -> tuple[JobOption, ...]:
+    """The options kept in the job's ``opts`` document."""
+    return tuple(o for o in JOB_OPTIONS if o.stored == "opts")
+
+
+def camel_hints() -> dict[str, str]:
+    """Wire name -> Python name, for an SDK user who typed the JavaScript spelling."""
+    hints = {
+        wire: option.python
+        for option in sdk_options()
+        if option.python is not None
+        for wire in (option.wire, *option.wire_aliases)
+        if wire is not None and wire != option.python
+    }
+    hints["parentId"] = "(a FlowProducer)"
+    hints["repeat"] = "(not supported yet)"
+    return hints
