@@ -26,8 +26,8 @@ from urllib.parse import unquote, urlsplit
 import httpcore
 
 from pgqueue.errors import ValidationError
-from pgqueue.maintenance.ssrf import AddressGuard
-from pgqueue.manager.webhook_policy import sign
+from pgqueue.manager.webhooks.policy import sign
+from pgqueue.ssrf import AddressGuard
 
 __all__ = ["Attempt", "AttemptResult", "WebhookSender"]
 

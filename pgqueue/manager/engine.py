@@ -46,14 +46,14 @@ from pgqueue.manager import admission, claim, completion, flows, leases, reads
 from pgqueue.manager.base import ManagerBase
 from pgqueue.manager.completion import FailItem
 from pgqueue.manager.context import EngineContext
-from pgqueue.manager.control import ControlOps
-from pgqueue.manager.dlq import DlqOps
+from pgqueue.manager.control.ops import ControlOps
+from pgqueue.manager.dlq.ops import DlqOps
 from pgqueue.manager.models import AckItem, ClaimedJob, ItemOutcome, Job, JobCounts
 from pgqueue.manager.notifier import Notifier
 from pgqueue.manager.options import JobSpec, build_job_spec, validate_queue_name
 from pgqueue.manager.outbox import OutboxReader, ResumeToken, Subscription
 from pgqueue.manager.sessions import BrokerSession
-from pgqueue.manager.webhooks import WebhookOps
+from pgqueue.manager.webhooks.ops import WebhookOps
 from pgqueue.service import Service
 
 __all__ = ["PostgresQueueManager"]

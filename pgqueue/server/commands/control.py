@@ -22,8 +22,8 @@ from typing import Any
 
 from pgqueue.errors import InvalidState, JobNotFound, PgQueueError, ValidationError
 from pgqueue.manager.arguments import DAY_MS
-from pgqueue.manager.control_probe import not_active
-from pgqueue.manager.job_control import PRIORITY_LIMIT
+from pgqueue.manager.control.jobs import PRIORITY_LIMIT
+from pgqueue.manager.control.probe import not_active
 from pgqueue.server.registry import command
 from pgqueue.server.request import Request
 

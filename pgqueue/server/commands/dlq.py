@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pgqueue.manager.dlq_policy import MAX_LIST_LIMIT
+from pgqueue.manager.dlq.policy import MAX_LIST_LIMIT
 from pgqueue.protocol import Fields
 from pgqueue.server.registry import command
 from pgqueue.server.request import Request

@@ -20,7 +20,7 @@ from __future__ import annotations
 from typing import Any
 
 from pgqueue.errors import JobNotFound
-from pgqueue.manager.listings import MAX_LIST_LIMIT, MAX_LIST_OFFSET, MAX_WAIT_MS
+from pgqueue.manager.control.listings import MAX_LIST_LIMIT, MAX_LIST_OFFSET, MAX_WAIT_MS
 from pgqueue.protocol import Fields
 from pgqueue.server.registry import command
 from pgqueue.server.request import Request

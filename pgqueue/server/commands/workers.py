@@ -18,7 +18,7 @@ from __future__ import annotations
 from typing import Any
 
 from pgqueue.errors import ValidationError
-from pgqueue.manager.workers import WORKER_NOT_FOUND
+from pgqueue.manager.control.workers import WORKER_NOT_FOUND
 from pgqueue.server.commands.control import held_token
 from pgqueue.server.registry import command
 from pgqueue.server.request import Request

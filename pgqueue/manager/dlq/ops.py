@@ -7,7 +7,7 @@ same statement as its effect, plus a ``redriven`` / ``removed`` event per
 job.  Manual operations are audited even when they select nothing.
 
 An entry whose job live jobs still wait on (a flow parent, a ``dependsOn``
-job) is never deleted, as :func:`pgqueue.manager.job_control.remove` keeps
+job) is never deleted, as :func:`pgqueue.manager.control.jobs.remove` keeps
 such a job: purge and the upkeep's ``maxAge`` / ``maxEntries`` skip it, and
 removing it alone is refused with :class:`~pgqueue.errors.InvalidState`.
 Redrive it (its dependents then run as planned) or remove the dependents.
@@ -23,10 +23,12 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pgqueue.errors import DuplicateJob, InvalidState, ValidationError
-from pgqueue.manager import dlq_reads, queue_settings, redrive
 from pgqueue.manager.base import ManagerBase
-from pgqueue.manager.dlq_models import DlqAuditRecord, DlqEntry, DlqStats
-from pgqueue.manager.dlq_policy import (
+from pgqueue.manager.dlq import reads as dlq_reads
+from pgqueue.manager.dlq import redrive
+from pgqueue.manager.dlq import settings as queue_settings
+from pgqueue.manager.dlq.models import DlqAuditRecord, DlqEntry, DlqStats
+from pgqueue.manager.dlq.policy import (
     MAX_LIST_LIMIT,
     DlqConfig,
     StallConfig,

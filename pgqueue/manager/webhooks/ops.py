@@ -1,6 +1,6 @@
 """Webhooks: registered in the database, shared by every broker of the namespace.
 
-A webhook is a URL, the events it wants (:data:`~pgqueue.manager.webhook_policy.WEBHOOK_EVENTS`),
+A webhook is a URL, the events it wants (:data:`~pgqueue.manager.webhooks.policy.WEBHOOK_EVENTS`),
 an optional queue filter and an optional signing secret.  The leader's
 :class:`~pgqueue.maintenance.webhook_delivery.WebhookDelivery` turns outbox
 events into deliveries and POSTs them (at least once, with retries); these
@@ -14,7 +14,7 @@ A webhook receives the events committed after its registration.  Disabling
 one stops new deliveries at once and holds back its queued ones until it is
 enabled again; events that happen while it is disabled are never delivered
 to it.  Registration refuses URLs that reach private addresses (see
-:mod:`pgqueue.maintenance.ssrf`) unless ``webhook_allow_private`` is set.
+:mod:`pgqueue.ssrf`) unless ``webhook_allow_private`` is set.
 """
 
 from __future__ import annotations
@@ -27,16 +27,16 @@ from pgqueue.db.queries import Q
 from pgqueue.db.retry import in_transaction
 from pgqueue.errors import ValidationError
 from pgqueue.ids import uuid7
-from pgqueue.maintenance.ssrf import AddressGuard
 from pgqueue.manager.arguments import check_bool, check_int, check_text
 from pgqueue.manager.base import ManagerBase
 from pgqueue.manager.context import EngineContext
-from pgqueue.manager.webhook_models import Webhook, WebhookDelivery, WebhookStats
-from pgqueue.manager.webhook_policy import (
+from pgqueue.manager.webhooks.models import Webhook, WebhookDelivery, WebhookStats
+from pgqueue.manager.webhooks.policy import (
     validate_events,
     validate_queue_filter,
     validate_secret,
 )
+from pgqueue.ssrf import AddressGuard
 
 __all__ = [
     "DELIVERY_STATUSES",
