@@ -25,6 +25,7 @@ from urllib.parse import unquote, urlsplit
 
 import httpcore
 
+from pgqueue._version import __version__
 from pgqueue.errors import ValidationError
 from pgqueue.manager.webhooks.policy import sign
 from pgqueue.ssrf import AddressGuard
@@ -104,8 +105,6 @@ class _GuardedBackend(httpcore.AsyncNetworkBackend):
 
 @functools.cache
 def user_agent() -> str:
-    from pgqueue import __version__  # pgqueue/__init__ imports the engine, which imports us
-
     return f"pgqueue-webhooks/{__version__}"
 
 

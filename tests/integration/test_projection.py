@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import asyncio
 
-from pgqueue.manager import PostgresQueueManager
 from pgqueue.manager.projection import Projection
+from pgqueue.runtime import PostgresQueueManager
 from pgqueue.testing import eventually
 from tests.conftest import start_manager
 from tests.helpers import sql

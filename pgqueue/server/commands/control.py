@@ -24,10 +24,13 @@ from pgqueue.errors import InvalidState, JobNotFound, PgQueueError, ValidationEr
 from pgqueue.manager.arguments import DAY_MS
 from pgqueue.manager.control.jobs import PRIORITY_LIMIT
 from pgqueue.manager.control.probe import not_active
-from pgqueue.server.registry import command
+from pgqueue.server.registry import CommandGroup
 from pgqueue.server.request import Request
 
 __all__ = ["forget_claim", "held_token", "missing_token_error"]
+
+group = CommandGroup()
+command = group.command
 
 MAX_DELAY_MS = 365 * DAY_MS
 MAX_GRACE_MS = 100 * 365 * DAY_MS

@@ -17,9 +17,12 @@ from typing import Any
 
 from pgqueue.manager.dlq.policy import MAX_LIST_LIMIT
 from pgqueue.protocol import Fields
-from pgqueue.server.registry import command
+from pgqueue.server.registry import CommandGroup
 from pgqueue.server.request import Request
 from pgqueue.server.wire import job_to_wire
+
+group = CommandGroup()
+command = group.command
 
 MAX_WHY_LENGTH = 4096
 MAX_OFFSET = 1_000_000

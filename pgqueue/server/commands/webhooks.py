@@ -12,8 +12,11 @@ from typing import Any
 from pgqueue.errors import PgQueueError, ValidationError
 from pgqueue.manager.webhooks.ops import WebhookOps
 from pgqueue.manager.webhooks.policy import WEBHOOK_EVENTS
-from pgqueue.server.registry import command
+from pgqueue.server.registry import CommandGroup
 from pgqueue.server.request import Request
+
+group = CommandGroup()
+command = group.command
 
 WEBHOOK_NOT_FOUND = "Webhook not found"
 
