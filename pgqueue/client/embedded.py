@@ -26,7 +26,7 @@ from pgqueue.manager.completion import FailItem, complete_in
 from pgqueue.manager.models import AckItem
 from pgqueue.manager.options import JobSpec, build_job_spec
 from pgqueue.manager.reads import NO_RESULT
-from pgqueue.manager.views import job_view
+from pgqueue.protocol.job_view import job_view
 from pgqueue.runtime import PostgresQueueManager
 
 __all__ = ["EmbeddedTransport"]

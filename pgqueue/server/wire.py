@@ -15,8 +15,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from pgqueue.manager.outbox import Event
-from pgqueue.manager.views import job_view as job_to_wire
 from pgqueue.protocol import Fields
+from pgqueue.protocol.job_view import job_view as job_to_wire
 
 __all__ = [
     "LEGACY_PENDING_PARENT",
