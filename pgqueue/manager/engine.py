@@ -31,10 +31,10 @@ from pgqueue.errors import (
     JobNotFound,
     LeaseLost,
     PgQueueError,
-    ValidationError,
 )
 from pgqueue.manager import admission, claim, completion, flows, leases, reads
 from pgqueue.manager.base import ManagerBase
+from pgqueue.manager.bulk import bulk_specs
 from pgqueue.manager.completion import FailItem
 from pgqueue.manager.context import EngineContext
 from pgqueue.manager.control.ops import ControlOps
@@ -187,28 +187,7 @@ class QueueEngine(ControlOps, DlqOps, WebhookOps, ManagerBase):
 
         Options may also sit under an ``"opts"`` key.  One id per job, in order.
         """
-        validate_queue_name(queue)
-        specs = []
-        for i, job in enumerate(jobs):
-            if not isinstance(job, Mapping):
-                raise ValidationError(f"jobs[{i}]: must be a map", field="jobs")
-            opts = {k: v for k, v in job.items() if k not in ("name", "data", "opts")}
-            nested = job.get("opts")
-            if nested is not None:
-                if not isinstance(nested, Mapping):
-                    raise ValidationError(f"jobs[{i}]: opts must be a map", field="opts")
-                opts.update(nested)
-            specs.append(
-                build_job_spec(
-                    queue,
-                    job.get("name", "default"),
-                    job.get("data"),
-                    opts,
-                    max_payload_bytes=self.config.max_payload_bytes,
-                    prefix=f"jobs[{i}]: ",
-                    queue_checked=True,
-                )
-            )
+        specs = bulk_specs(queue, jobs, max_payload_bytes=self.config.max_payload_bytes)
         return await admission.admit(self.ctx, specs)
 
     async def push_specs(self, specs: Sequence[JobSpec]) -> list[str]:

@@ -22,23 +22,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from pgqueue.errors import DuplicateJob, InvalidState, ValidationError
 from pgqueue.manager.base import ManagerBase
-from pgqueue.manager.dlq import reads as dlq_reads
-from pgqueue.manager.dlq import redrive
-from pgqueue.manager.dlq import settings as queue_settings
+from pgqueue.manager.dlq import actions
 from pgqueue.manager.dlq.models import DlqAuditRecord, DlqEntry, DlqStats
-from pgqueue.manager.dlq.policy import (
-    MAX_LIST_LIMIT,
-    DlqConfig,
-    StallConfig,
-    build_filter,
-    validate_actor,
-    validate_dlq_config_patch,
-    validate_stall_config_patch,
-    validate_why,
-)
-from pgqueue.manager.options import validate_job_id, validate_queue_name
+from pgqueue.manager.dlq.policy import DlqConfig, StallConfig
 
 __all__ = ["DlqOps"]
 
@@ -65,26 +52,22 @@ class DlqOps(ManagerBase):
         selects entries due for an auto-retry now, ``expired`` those past
         ``maxAge``.
         """
-        validate_queue_name(queue)
-        selection = build_filter(
+        return await actions.list_dlq(
+            self.ctx,
+            queue,
             reason=reason,
             older_than_ms=older_than_ms,
             newer_than_ms=newer_than_ms,
             retriable=retriable,
             expired=expired,
             limit=limit,
-            max_limit=MAX_LIST_LIMIT,
+            offset=offset,
         )
-        if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
-            raise ValidationError("offset must be a non-negative integer", field="offset")
-        return await dlq_reads.list_entries(self.ctx, queue, selection, offset)
 
     async def dlq_stats(self, queue: str | None = None) -> DlqStats:
         """Entry counts by reason (every reason, zeros too), pending auto-retries,
         expired entries, oldest and newest entry; of one queue or (None) all."""
-        if queue is not None:
-            validate_queue_name(queue)
-        return await dlq_reads.stats(self.ctx, queue)
+        return await actions.dlq_stats(self.ctx, queue)
 
     async def redrive(
         self,
@@ -106,12 +89,11 @@ class DlqOps(ManagerBase):
         No selection at all redrives every entry of the queue.  One statement
         (set-based), one audit row, one ``redriven`` event per job.
         """
-        validate_queue_name(queue)
-        actor = validate_actor(actor)
-        why = validate_why(why)
-        if job_id is not None:
-            job_ids = [validate_job_id(job_id, "jobId"), *(job_ids or ())]
-        selection = build_filter(
+        return await actions.redrive(
+            self.ctx,
+            queue,
+            actor=actor,
+            job_id=job_id,
             job_ids=job_ids,
             reason=reason,
             older_than_ms=older_than_ms,
@@ -119,44 +101,22 @@ class DlqOps(ManagerBase):
             retriable=retriable,
             expired=expired,
             limit=limit,
+            why=why,
         )
-        result = await redrive.redrive_entries(
-            self.ctx, queue, selection, action="redrive", actor=actor, why=why
-        )
-        return result.count
 
     async def retry_job(self, job_id: str, *, actor: str, why: str | None = None) -> bool:
         """Redrive one dead-lettered job by id (whatever its queue); False if not in the DLQ.
 
         Raises :class:`DuplicateJob` when a live job holds the id (the entry stays).
         """
-        validate_job_id(job_id, "jobId")
-        actor = validate_actor(actor)
-        why = validate_why(why)
-        queue = await redrive.entry_queue(self.ctx, job_id)
-        if queue is None:
-            return False
-        result = await redrive.redrive_entries(
-            self.ctx, queue, build_filter(job_ids=[job_id]), action="redrive", actor=actor, why=why
-        )
-        if result.skipped:
-            raise DuplicateJob(
-                f"Job {job_id} stays in the DLQ: a live job holds its id", existing_id=job_id
-            )
-        return result.count == 1
+        return await actions.retry_job(self.ctx, job_id, actor=actor, why=why)
 
     async def purge_dlq(
         self, queue: str, *, actor: str, why: str | None = None, reason: str | None = None
     ) -> int:
         """Delete ``queue``'s dead-letter entries (of one ``reason``, if given) and their
         failed jobs, except those live jobs wait on; return how many."""
-        validate_queue_name(queue)
-        actor = validate_actor(actor)
-        why = validate_why(why)
-        result = await redrive.delete_entries(
-            self.ctx, queue, build_filter(reason=reason), action="purge", actor=actor, why=why
-        )
-        return result.count
+        return await actions.purge_dlq(self.ctx, queue, actor=actor, why=why, reason=reason)
 
     async def remove_dlq_job(
         self, queue: str, job_id: str, *, actor: str, why: str | None = None
@@ -165,51 +125,27 @@ class DlqOps(ManagerBase):
 
         Refused (:class:`~pgqueue.errors.InvalidState`, nothing written) while
         live jobs wait on the job."""
-        validate_queue_name(queue)
-        validate_job_id(job_id, "jobId")
-        actor = validate_actor(actor)
-        why = validate_why(why)
-        blockers = await dlq_reads.entry_blockers(self.ctx, queue, job_id)
-        if blockers:
-            raise InvalidState(
-                f"Cannot remove DLQ entry: {blockers} live job(s) depend on job {job_id};"
-                " redrive it or remove them first",
-                field="jobId",
-            )
-        result = await redrive.delete_entries(
-            self.ctx, queue, build_filter(job_ids=[job_id]), action="remove", actor=actor, why=why
-        )
-        return result.count == 1
+        return await actions.remove_dlq_job(self.ctx, queue, job_id, actor=actor, why=why)
 
     async def dlq_audit(self, queue: str | None = None, limit: int = 100) -> list[DlqAuditRecord]:
         """The newest audited DLQ operations (of one queue, or all), newest first."""
-        if queue is not None:
-            validate_queue_name(queue)
-        limit_checked = build_filter(limit=limit, max_limit=MAX_LIST_LIMIT).limit
-        assert limit_checked is not None
-        return await dlq_reads.audit_records(self.ctx, queue, limit_checked)
-
-    # -- settings ----------------------------------------------------------------
+        return await actions.dlq_audit(self.ctx, queue, limit)
 
     async def get_dlq_config(self, queue: str) -> DlqConfig:
         """``queue``'s DLQ settings, defaults filled in (wire names)."""
-        return await queue_settings.get_dlq_config(self.ctx, validate_queue_name(queue))
+        return await actions.get_dlq_config(self.ctx, queue)
 
     async def set_dlq_config(self, queue: str, config: Mapping[str, Any]) -> DlqConfig:
         """Change some of ``queue``'s DLQ settings (``autoRetry``, ``autoRetryInterval``,
         ``maxAutoRetries``, ``maxAge`` (ms or None), ``maxEntries``); others keep their
         value.  Returns the settings now in force."""
-        validate_queue_name(queue)
-        patch = validate_dlq_config_patch(config)
-        return await queue_settings.set_dlq_config(self.ctx, queue, patch)
+        return await actions.set_dlq_config(self.ctx, queue, config)
 
     async def get_stall_config(self, queue: str) -> StallConfig:
         """``queue``'s stall-detection settings, defaults filled in (wire names)."""
-        return await queue_settings.get_stall_config(self.ctx, validate_queue_name(queue))
+        return await actions.get_stall_config(self.ctx, queue)
 
     async def set_stall_config(self, queue: str, config: Mapping[str, Any]) -> StallConfig:
         """Change some of ``queue``'s stall settings (``enabled``, ``stallInterval``,
         ``maxStalls``, ``gracePeriod``); others keep their value."""
-        validate_queue_name(queue)
-        patch = validate_stall_config_patch(config)
-        return await queue_settings.set_stall_config(self.ctx, queue, patch)
+        return await actions.set_stall_config(self.ctx, queue, config)
