@@ -103,6 +103,12 @@ async def set_webhook_enabled(ctx: EngineContext, webhook_id: Any, enabled: Any)
     return await in_transaction(ctx.db, body)
 
 
+async def remove_webhook(ctx: EngineContext, webhook_id: Any) -> bool:
+    webhook_id = _webhook_id(webhook_id, "webhookId")
+    row = await ctx.db.fetchrow(Q.webhook_delete, ctx.namespace, webhook_id)
+    return row is not None
+
+
 async def list_webhooks(ctx: EngineContext, limit: int) -> tuple[list[Webhook], WebhookStats]:
     rows = await ctx.db.fetch(Q.webhook_list, ctx.namespace, limit)
     webhooks = [Webhook.from_row(row) for row in rows]
@@ -147,9 +153,7 @@ class WebhookOps(ManagerBase):
 
     async def remove_webhook(self, webhook_id: str) -> bool:
         """Remove a webhook with its queued deliveries and log; False when unknown."""
-        webhook_id = _webhook_id(webhook_id, "webhookId")
-        row = await self.db.fetchrow(Q.webhook_delete, self.namespace, webhook_id)
-        return row is not None
+        return await remove_webhook(self.ctx, webhook_id)
 
     async def set_webhook_enabled(self, webhook_id: str, enabled: bool) -> bool:
         """Enable or disable a webhook; False when unknown."""
