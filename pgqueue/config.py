@@ -45,7 +45,7 @@ EVENT_BATCH_DEFAULT = 1_000
 
 @dataclass(frozen=True, slots=True)
 class Config:
-    """Settings of one :class:`~pgqueue.manager.PostgresQueueManager`.
+    """Settings of one :class:`~pgqueue.runtime.PostgresQueueManager`.
 
     Every duration is in milliseconds.  ``lease_ms`` is the default lock TTL of
     a claim; ``session_heartbeat_ms`` and ``session_stale_ms`` drive broker

@@ -27,7 +27,7 @@ import pytest
 
 from pgqueue.db.schema import migrate
 from pgqueue.embedded import EmbeddedPostgres, dsn_for_database
-from pgqueue.manager import PostgresQueueManager
+from pgqueue.runtime import PostgresQueueManager
 
 TEMPLATE = f"pgq_template_{os.getpid()}"
 

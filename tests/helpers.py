@@ -9,7 +9,7 @@ import asyncpg
 from pgqueue.testing import eventually
 
 if TYPE_CHECKING:
-    from pgqueue.manager import PostgresQueueManager
+    from pgqueue.runtime import PostgresQueueManager
 
 
 async def sql(dsn: str, query: str, *args: Any) -> list[asyncpg.Record]:

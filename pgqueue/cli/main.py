@@ -7,7 +7,7 @@ import logging
 import sys
 from collections.abc import Sequence
 
-from pgqueue import __version__
+from pgqueue._version import __version__
 from pgqueue.cli import migrate_cmd, serve_cmd, worker_cmd
 from pgqueue.errors import PgQueueError
 

@@ -1,6 +1,6 @@
 """The embedded transport: the SDK straight to PostgreSQL through the engine.
 
-One :class:`~pgqueue.manager.PostgresQueueManager` per transport (its own broker
+One :class:`~pgqueue.runtime.PostgresQueueManager` per transport (its own broker
 session on the namespace).  Besides the common API it can enqueue inside the
 application's own transaction (:meth:`push_in`) and complete a job inside the
 handler's transaction (:meth:`complete_in`): both run on the connection the
@@ -22,13 +22,13 @@ from pgqueue.client.transport import (
 from pgqueue.config import Config
 from pgqueue.db.foreign import executor_for_connection
 from pgqueue.errors import IndeterminateCommit
-from pgqueue.manager import PostgresQueueManager
 from pgqueue.manager.admission import admit_in
 from pgqueue.manager.completion import FailItem, complete_in
 from pgqueue.manager.models import AckItem
 from pgqueue.manager.options import JobSpec, build_job_spec
 from pgqueue.manager.reads import NO_RESULT
-from pgqueue.manager.views import job_view
+from pgqueue.protocol.job_view import job_view
+from pgqueue.runtime import PostgresQueueManager
 
 __all__ = ["EmbeddedTransport"]
 

@@ -11,7 +11,7 @@ many entries it has, how many are expired and how many are due; then
    per chain.  An auto-retried job that fails again re-enters the DLQ with
    its chain (the retry count travels on the live job).
 
-Each batch is one audited statement (:mod:`pgqueue.manager.redrive`), with
+Each batch is one audited statement (:mod:`pgqueue.manager.dlq.redrive`), with
 actor :data:`UPKEEP_ACTOR`.  Everything is measured on the database clock.
 ``maxEntries`` is enforced by the upkeep, so a queue may briefly hold more
 entries between two passes.
@@ -35,9 +35,9 @@ from pgqueue.db.queries import Q
 from pgqueue.errors import PgQueueError
 from pgqueue.maintenance.leader import LeaderElector
 from pgqueue.manager.context import EngineContext
-from pgqueue.manager.dlq_policy import DlqConfig, DlqFilter, complete_dlq_config
-from pgqueue.manager.dlq_reads import DEFAULT_DLQ_CONFIG_JSON
-from pgqueue.manager.redrive import delete_entries, redrive_entries
+from pgqueue.manager.dlq.policy import DlqConfig, DlqFilter, complete_dlq_config
+from pgqueue.manager.dlq.reads import DEFAULT_DLQ_CONFIG_JSON
+from pgqueue.manager.dlq.redrive import delete_entries, redrive_entries
 from pgqueue.service import Service
 
 __all__ = [

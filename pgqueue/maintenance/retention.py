@@ -27,13 +27,14 @@ from functools import partial
 from pgqueue.db.executor import Executor
 from pgqueue.db.queries import Q
 from pgqueue.db.retry import in_transaction
-from pgqueue.errors import PgQueueError
+from pgqueue.errors import PgQueueError, ValidationError
 from pgqueue.maintenance.leader import LeaderElector
 from pgqueue.manager.context import EngineContext
 from pgqueue.manager.lost_dependencies import drop_dangling_edges
 from pgqueue.service import Service
+from pgqueue.vocabulary.names import validate_queue_name
 
-__all__ = ["Retention", "RetentionReport", "retain_once", "trim_queue_events"]
+__all__ = ["Retention", "RetentionReport", "retain_once", "trim_events", "trim_queue_events"]
 
 log = logging.getLogger("pgqueue.retention")
 
@@ -67,6 +68,13 @@ async def _prune_finished(ctx: EngineContext) -> int:
         total += done
         if done < BATCH:
             return total
+
+
+async def trim_events(ctx: EngineContext, queue: str, max_length: int) -> int:
+    """A caller's trim of ``queue`` to its newest ``max_length`` events (checked)."""
+    if isinstance(max_length, bool) or not isinstance(max_length, int) or max_length < 0:
+        raise ValidationError("maxLength must be a non-negative integer", field="maxLength")
+    return await trim_queue_events(ctx, validate_queue_name(queue), max_length)
 
 
 async def trim_queue_events(

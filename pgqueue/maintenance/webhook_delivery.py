@@ -38,13 +38,13 @@ from pgqueue.db.retry import in_transaction
 from pgqueue.errors import ConfigError, PgQueueError
 from pgqueue.ids import uuid7
 from pgqueue.maintenance.leader import LeaderElector
-from pgqueue.maintenance.ssrf import AddressGuard
 from pgqueue.maintenance.webhook_sender import Attempt, AttemptResult, WebhookSender
 from pgqueue.manager.context import EngineContext
 from pgqueue.manager.outbox import Batch, Event, ResumeToken, read_batch
-from pgqueue.manager.webhook_policy import backoff_ms, build_body, outbox_types_and_events
-from pgqueue.manager.webhooks import allow_private_of
+from pgqueue.manager.webhooks.ops import allow_private_of
+from pgqueue.manager.webhooks.policy import backoff_ms, build_body, outbox_types_and_events
 from pgqueue.service import Service
+from pgqueue.ssrf import AddressGuard
 
 __all__ = [
     "Claim",

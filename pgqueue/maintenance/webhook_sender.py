@@ -25,9 +25,10 @@ from urllib.parse import unquote, urlsplit
 
 import httpcore
 
+from pgqueue._version import __version__
 from pgqueue.errors import ValidationError
-from pgqueue.maintenance.ssrf import AddressGuard
-from pgqueue.manager.webhook_policy import sign
+from pgqueue.manager.webhooks.policy import sign
+from pgqueue.ssrf import AddressGuard
 
 __all__ = ["Attempt", "AttemptResult", "WebhookSender"]
 
@@ -104,8 +105,6 @@ class _GuardedBackend(httpcore.AsyncNetworkBackend):
 
 @functools.cache
 def user_agent() -> str:
-    from pgqueue import __version__  # pgqueue/__init__ imports the engine, which imports us
-
     return f"pgqueue-webhooks/{__version__}"
 
 

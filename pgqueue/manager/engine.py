@@ -1,12 +1,13 @@
-"""``PostgresQueueManager``: the engine's public face.
+"""``QueueEngine``: the engine's public face.
 
-One manager = one broker session on one namespace.  It owns an asyncpg pool,
-a LISTEN connection (the notifier), the session heartbeat and, when
-``run_maintenance`` is on, a leader elector and the reaper.  Each method
-delegates to the module that owns that flow (admission, claim, completion,
-leases, reads).
+One engine = one broker session on one namespace.  It owns an asyncpg pool,
+a LISTEN connection (the notifier), the session heartbeat and the
+maintenance it was given (:class:`~pgqueue.manager.parts.EngineParts`: the
+composition root, :class:`pgqueue.runtime.PostgresQueueManager`, gives it the
+leader elector, the reaper and the leader's upkeep).  Each method delegates to
+the module that owns that flow (admission, claim, completion, leases, reads).
 
-    async with PostgresQueueManager.connect(dsn, namespace="app") as m:
+    async with QueueEngine.connect(dsn, namespace="app") as m:
         job_id = await m.push("emails", "welcome", {"to": "a@example.com"})
         [claim] = await m.pull_batch("emails", 1, owner="w1", lock_ttl_ms=30_000)
         await m.ack(claim.id, claim.token, {"sent": True})
@@ -17,7 +18,7 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import Any, Self
 
 from pgqueue.config import Config
 from pgqueue.db.asyncpg_db import connect_asyncpg
@@ -30,34 +31,23 @@ from pgqueue.errors import (
     JobNotFound,
     LeaseLost,
     PgQueueError,
-    ValidationError,
 )
-from pgqueue.maintenance.dlq_upkeep import DlqUpkeep, DlqUpkeepReport, dlq_upkeep_once
-from pgqueue.maintenance.leader import LeaderElector
-from pgqueue.maintenance.reaper import Reaper, ReapReport, reap_once
-from pgqueue.maintenance.retention import (
-    Retention,
-    RetentionReport,
-    retain_once,
-    trim_queue_events,
-)
-from pgqueue.maintenance.webhook_delivery import WebhookDelivery
 from pgqueue.manager import admission, claim, completion, flows, leases, reads
 from pgqueue.manager.base import ManagerBase
+from pgqueue.manager.bulk import bulk_specs
 from pgqueue.manager.completion import FailItem
 from pgqueue.manager.context import EngineContext
-from pgqueue.manager.control import ControlOps
-from pgqueue.manager.dlq import DlqOps
+from pgqueue.manager.control.ops import ControlOps
+from pgqueue.manager.dlq.ops import DlqOps
 from pgqueue.manager.models import AckItem, ClaimedJob, ItemOutcome, Job, JobCounts
-from pgqueue.manager.notifier import Notifier
 from pgqueue.manager.options import JobSpec, build_job_spec
 from pgqueue.manager.outbox import OutboxReader, ResumeToken, Subscription
-from pgqueue.manager.sessions import BrokerSession
-from pgqueue.manager.webhooks import WebhookOps
+from pgqueue.manager.parts import EngineParts
+from pgqueue.manager.webhooks.ops import WebhookOps
 from pgqueue.service import Service
 from pgqueue.vocabulary.names import validate_queue_name
 
-__all__ = ["PostgresQueueManager"]
+__all__ = ["QueueEngine"]
 
 log = logging.getLogger("pgqueue")
 
@@ -74,19 +64,17 @@ def _raise_for(outcome: ItemOutcome) -> None:
     raise LeaseLost(outcome.job_id)
 
 
-class PostgresQueueManager(ControlOps, DlqOps, WebhookOps, ManagerBase):
+class QueueEngine(ControlOps, DlqOps, WebhookOps, ManagerBase):
     """The queue engine on PostgreSQL (see the module docstring)."""
 
-    def __init__(self, config: Config, db: Database | None = None) -> None:
+    def __init__(
+        self, config: Config, db: Database | None = None, *, parts: EngineParts | None = None
+    ) -> None:
         super().__init__(config)
         self._db = db
         self._owns_db = db is None
-        self.elector: LeaderElector | None = None
-        self.reaper: Reaper | None = None
+        self.parts = parts or EngineParts()
         self.outbox: OutboxReader | None = None
-        self.dlq_upkeep: DlqUpkeep | None = None
-        self.retention: Retention | None = None
-        self.webhook_delivery: WebhookDelivery | None = None
 
     # -- lifecycle ---------------------------------------------------------
 
@@ -94,7 +82,7 @@ class PostgresQueueManager(ControlOps, DlqOps, WebhookOps, ManagerBase):
     @asynccontextmanager
     async def connect(
         cls, dsn: str, *, namespace: str = "default", broker_id: str | None = None, **settings: Any
-    ) -> AsyncIterator[PostgresQueueManager]:
+    ) -> AsyncIterator[Self]:
         """Start a manager for the block; close it (releasing its leases) after."""
         manager = cls(Config(dsn=dsn, namespace=namespace, broker_id=broker_id, **settings))
         await manager.start()
@@ -126,22 +114,14 @@ class PostgresQueueManager(ControlOps, DlqOps, WebhookOps, ManagerBase):
         try:
             await self._check_durability(db)
             await check_schema(db)
-            session = BrokerSession(db, config)
-            notifier = Notifier(db, config)
+            session = self.parts.session(db, config)
+            notifier = self.parts.notifier(db, config)
             self._ctx = EngineContext(db=db, config=config, session=session, notifier=notifier)
             await session.start()
             await notifier.start()
-            if config.run_maintenance:
-                self.elector = LeaderElector(db, config, session)
-                self.reaper = Reaper(self._ctx, self.elector)
-                self.dlq_upkeep = DlqUpkeep(self._ctx, self.elector)
-                self.retention = Retention(self._ctx, self.elector)
-                self.webhook_delivery = WebhookDelivery(self._ctx, self.elector)
-                await self.elector.start()
-                await self.reaper.start()
-                await self.dlq_upkeep.start()
-                await self.retention.start()
-                await self.webhook_delivery.start()
+            if self.parts.maintenance is not None:
+                self.maintenance = self.parts.maintenance(self._ctx)
+                await self.maintenance.start()
         except BaseException:
             await self._shutdown(release_leases=False)
             raise
@@ -151,11 +131,7 @@ class PostgresQueueManager(ControlOps, DlqOps, WebhookOps, ManagerBase):
         ctx = self._ctx
         parts: list[Service | None] = [
             *((ctx.session, ctx.notifier) if ctx is not None else ()),
-            self.elector,
-            self.reaper,
-            self.dlq_upkeep,
-            self.retention,
-            self.webhook_delivery,
+            *(self.maintenance.services() if self.maintenance is not None else ()),
             self.outbox,
         ]
         return [service for service in parts if service is not None]
@@ -180,19 +156,8 @@ class PostgresQueueManager(ControlOps, DlqOps, WebhookOps, ManagerBase):
         if self.outbox is not None:
             await self.outbox.stop()
             self.outbox = None
-        if self.webhook_delivery is not None:
-            await self.webhook_delivery.stop()
-        if self.retention is not None:
-            await self.retention.stop()
-        if self.dlq_upkeep is not None:
-            await self.dlq_upkeep.stop()
-        if self.reaper is not None:
-            await self.reaper.stop()
-        if self.elector is not None:
-            try:
-                await self.elector.resign()
-            except PgQueueError as exc:
-                log.warning("could not resign leadership: %s", exc)
+        if self.maintenance is not None:
+            await self.maintenance.stop()
         if ctx is not None:
             try:
                 if release_leases and not ctx.session.fenced.is_set():
@@ -225,28 +190,7 @@ class PostgresQueueManager(ControlOps, DlqOps, WebhookOps, ManagerBase):
 
         Options may also sit under an ``"opts"`` key.  One id per job, in order.
         """
-        validate_queue_name(queue)
-        specs = []
-        for i, job in enumerate(jobs):
-            if not isinstance(job, Mapping):
-                raise ValidationError(f"jobs[{i}]: must be a map", field="jobs")
-            opts = {k: v for k, v in job.items() if k not in ("name", "data", "opts")}
-            nested = job.get("opts")
-            if nested is not None:
-                if not isinstance(nested, Mapping):
-                    raise ValidationError(f"jobs[{i}]: opts must be a map", field="opts")
-                opts.update(nested)
-            specs.append(
-                build_job_spec(
-                    queue,
-                    job.get("name", "default"),
-                    job.get("data"),
-                    opts,
-                    max_payload_bytes=self.config.max_payload_bytes,
-                    prefix=f"jobs[{i}]: ",
-                    queue_checked=True,
-                )
-            )
+        specs = bulk_specs(queue, jobs, max_payload_bytes=self.config.max_payload_bytes)
         return await admission.admit(self.ctx, specs)
 
     async def push_specs(self, specs: Sequence[JobSpec]) -> list[str]:
@@ -411,23 +355,3 @@ class PostgresQueueManager(ControlOps, DlqOps, WebhookOps, ManagerBase):
             await self.outbox.start()
         skip = await self.outbox.now() if exact and token is None else None
         return self.outbox.subscribe(queue, after=token, maxsize=maxsize, tokens=tokens, skip=skip)
-
-    # -- maintenance ---------------------------------------------------------------
-
-    async def reap(self) -> ReapReport:
-        """Run one reaper sweep now (the leader does this on its own every interval)."""
-        return await reap_once(self.ctx)
-
-    async def retention_pass(self) -> RetentionReport:
-        """Run one retention pass now (finished jobs, events, dead workers)."""
-        return await retain_once(self.ctx)
-
-    async def trim_events(self, queue: str, max_length: int) -> int:
-        """Keep only the newest ``max_length`` events of ``queue``."""
-        if isinstance(max_length, bool) or not isinstance(max_length, int) or max_length < 0:
-            raise ValidationError("maxLength must be a non-negative integer", field="maxLength")
-        return await trim_queue_events(self.ctx, validate_queue_name(queue), max_length)
-
-    async def dlq_upkeep_pass(self) -> DlqUpkeepReport:
-        """Run one DLQ upkeep pass now (auto-retry, max age, max entries)."""
-        return await dlq_upkeep_once(self.ctx)

@@ -20,11 +20,11 @@ from typing import Any
 
 from pgqueue.config import Config
 from pgqueue.errors import PgQueueError
-from pgqueue.manager import PostgresQueueManager
 from pgqueue.manager.completion import FailItem
 from pgqueue.manager.models import AckItem, ItemOutcome
 from pgqueue.manager.options import JobSpec
 from pgqueue.manager.projection import Projection
+from pgqueue.runtime import PostgresQueueManager
 from pgqueue.server.claims import ClaimBook
 from pgqueue.server.groupcommit import Coalescer
 from pgqueue.server.metrics import BrokerMetrics

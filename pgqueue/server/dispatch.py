@@ -15,19 +15,17 @@ from typing import TYPE_CHECKING, Any
 
 from pgqueue.errors import IndeterminateCommit, PgQueueError, ProtocolError, StorageError
 from pgqueue.protocol import Fields, command_name, request_id
-from pgqueue.server.registry import COMMANDS, NOT_YET
+from pgqueue.server.commands import COMMANDS
+from pgqueue.server.registry import NOT_YET
 from pgqueue.server.request import ClientState, Request
 from pgqueue.server.wire import client_message
 
 if TYPE_CHECKING:
-    from pgqueue.server.broker import Broker
+    from pgqueue.server.host import BrokerHost
 
 __all__ = ["dispatch", "error_response"]
 
 log = logging.getLogger("pgqueue.server")
-
-# Importing the command modules registers their handlers.
-from pgqueue.server import commands as _commands  # noqa: E402,F401
 
 
 def error_response(message: str, req_id: str | None) -> dict[str, Any]:
@@ -38,7 +36,7 @@ def error_response(message: str, req_id: str | None) -> dict[str, Any]:
 
 
 async def dispatch(
-    broker: Broker,
+    broker: BrokerHost,
     client: ClientState,
     msg: dict[str, Any],
     *,

@@ -23,7 +23,7 @@ from pgqueue.server.rates import RateMeter
 from pgqueue.service import Service
 
 if TYPE_CHECKING:
-    from pgqueue.server.broker import Broker
+    from pgqueue.server.host import BrokerHost
 
 __all__ = ["BrokerMetrics"]
 
@@ -34,7 +34,7 @@ REFRESH_MS_DEFAULT = 2_000
 class ServiceCollector:
     """Restarts and liveness of the broker's supervised services, read at scrape time."""
 
-    def __init__(self, broker: Broker) -> None:
+    def __init__(self, broker: BrokerHost) -> None:
         self._broker = broker
 
     def describe(self) -> Iterator[Metric]:
@@ -65,7 +65,7 @@ class ServiceCollector:
 class BrokerMetrics:
     """Every metric of the broker; see docs/metrics.md for the list."""
 
-    def __init__(self, broker: Broker | None = None, *, refresh_ms: int = REFRESH_MS_DEFAULT):
+    def __init__(self, broker: BrokerHost | None = None, *, refresh_ms: int = REFRESH_MS_DEFAULT):
         self.broker = broker
         self.refresh_ms = refresh_ms
         self._refreshed_at = 0.0

@@ -11,9 +11,9 @@ from typing import TYPE_CHECKING, Any
 from pgqueue.protocol import Fields
 
 if TYPE_CHECKING:
-    from pgqueue.manager import PostgresQueueManager
     from pgqueue.manager.outbox import Subscription
-    from pgqueue.server.broker import Broker
+    from pgqueue.runtime import PostgresQueueManager
+    from pgqueue.server.host import BrokerHost
 
 __all__ = ["ClientState", "Request"]
 
@@ -46,7 +46,7 @@ class ClientState:
 class Request:
     """A decoded command being served."""
 
-    broker: Broker
+    broker: BrokerHost
     client: ClientState
     name: str
     fields: Fields

@@ -29,7 +29,7 @@ from pgqueue.server.freshness import LoopWatch, peer_closed, request_deadline_ms
 from pgqueue.server.request import ClientState
 
 if TYPE_CHECKING:
-    from pgqueue.server.broker import Broker
+    from pgqueue.server.host import BrokerHost
 
 __all__ = ["TcpConnection", "TcpServer"]
 
@@ -40,7 +40,7 @@ class TcpConnection:
     """One client connection."""
 
     def __init__(
-        self, broker: Broker, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+        self, broker: BrokerHost, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
     ) -> None:
         self.broker = broker
         self.reader = reader
@@ -174,7 +174,7 @@ class TcpConnection:
 class TcpServer:
     """Accepts connections; stops accepting first when the broker drains."""
 
-    def __init__(self, broker: Broker) -> None:
+    def __init__(self, broker: BrokerHost) -> None:
         self.broker = broker
         self._server: asyncio.Server | None = None
         self.connections: set[TcpConnection] = set()

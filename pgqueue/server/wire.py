@@ -18,8 +18,8 @@ from typing import Any
 
 from pgqueue.errors import DatabaseUnavailable, IndeterminateCommit, PgQueueError, StorageError
 from pgqueue.manager.outbox import Event
-from pgqueue.manager.views import job_view as job_to_wire
 from pgqueue.protocol import Fields
+from pgqueue.protocol.job_view import job_view as job_to_wire
 from pgqueue.vocabulary.job_options import PLAIN_KINDS, WIRE_LABELS, JobOption, wire_options
 
 __all__ = [

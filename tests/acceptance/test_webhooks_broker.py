@@ -17,10 +17,10 @@ import pytest
 
 from pgqueue.client.connection import Connection
 from pgqueue.errors import RemoteError
-from pgqueue.maintenance.ssrf import AddressGuard
 from pgqueue.maintenance.webhook_delivery import WebhookDelivery
 from pgqueue.server.broker import Broker
 from pgqueue.server.settings import BrokerSettings
+from pgqueue.ssrf import AddressGuard
 from pgqueue.testing import eventually
 from tests.integration.webhooks_support import (
     FAST,

@@ -15,8 +15,8 @@ import pytest
 
 from pgqueue.client.connection import Connection
 from pgqueue.config import Config
-from pgqueue.manager import PostgresQueueManager
-from pgqueue.manager.webhooks import WebhookOps
+from pgqueue.manager.webhooks.ops import WebhookOps
+from pgqueue.runtime import PostgresQueueManager
 from pgqueue.testing import eventually
 from tests.acceptance.conftest import BrokerFactory, BrokerProcess
 from tests.helpers import sql, sql_value

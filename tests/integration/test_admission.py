@@ -8,7 +8,7 @@ import re
 import pytest
 
 from pgqueue.errors import DependencyNotFound, ValidationError
-from pgqueue.manager import PostgresQueueManager
+from pgqueue.runtime import PostgresQueueManager
 from tests.conftest import start_manager
 from tests.helpers import count_rows, events_of, sql, sql_value
 

@@ -21,7 +21,7 @@ import pytest
 
 from pgqueue.config import Config
 from pgqueue.db.queries import Q, Query
-from pgqueue.manager import PostgresQueueManager
+from pgqueue.runtime import PostgresQueueManager
 from tests.conftest import MANAGER_DEFAULTS
 
 NAMESPACE = "plan"

@@ -8,7 +8,7 @@ import time
 import pytest
 
 from pgqueue.errors import ValidationError
-from pgqueue.manager import PostgresQueueManager
+from pgqueue.runtime import PostgresQueueManager
 from pgqueue.testing import eventually
 from tests.conftest import start_manager
 from tests.helpers import events_of, expire_lease, make_due, sql, sql_value

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from pgqueue.errors import AlreadyFinalized, JobNotFound, LeaseLost
-from pgqueue.manager import PostgresQueueManager
 from pgqueue.manager.models import AckItem
+from pgqueue.runtime import PostgresQueueManager
 from tests.conftest import start_manager
 from tests.helpers import count_rows, events_of, expire_lease, make_due, sql, sql_value
 

@@ -7,7 +7,7 @@ import asyncio
 import pytest
 
 from pgqueue.errors import AlreadyFinalized, InvalidState, JobNotFound, LeaseLost, ValidationError
-from pgqueue.manager import PostgresQueueManager
+from pgqueue.runtime import PostgresQueueManager
 from pgqueue.testing import eventually
 from tests.conftest import start_manager
 from tests.helpers import count_rows, events_of, sql, sql_value

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from pgqueue.errors import InvalidState, JobNotFound, ValidationError
-from pgqueue.manager import PostgresQueueManager
+from pgqueue.runtime import PostgresQueueManager
 from pgqueue.testing import eventually
 from tests.conftest import start_manager
 from tests.helpers import count_rows, events_of, sql, sql_value

@@ -11,7 +11,7 @@ import pytest
 
 from pgqueue.errors import DuplicateJob
 from pgqueue.maintenance.dlq_upkeep import dlq_upkeep_once
-from pgqueue.manager import PostgresQueueManager
+from pgqueue.runtime import PostgresQueueManager
 from pgqueue.testing import eventually
 from tests.helpers import events_of, sql, sql_value
 from tests.integration.test_dlq import ACTOR, age_entries, dead_letter

@@ -7,7 +7,7 @@ import asyncio
 import pytest
 
 from pgqueue.errors import DependencyNotFound
-from pgqueue.manager import PostgresQueueManager
+from pgqueue.runtime import PostgresQueueManager
 
 
 async def _run_one(m: PostgresQueueManager, queue: str, result: object = None) -> str:

@@ -10,10 +10,10 @@ import pytest
 
 from pgqueue.db.queries import Q
 from pgqueue.errors import InvalidState, LeaseLost, ValidationError
-from pgqueue.manager import PostgresQueueManager
 from pgqueue.manager.completion import FailItem
-from pgqueue.manager.dlq_policy import DEFAULT_DLQ_CONFIG, DLQ_REASONS
-from pgqueue.manager.dlq_reads import DEFAULT_DLQ_CONFIG_JSON
+from pgqueue.manager.dlq.policy import DEFAULT_DLQ_CONFIG, DLQ_REASONS
+from pgqueue.manager.dlq.reads import DEFAULT_DLQ_CONFIG_JSON
+from pgqueue.runtime import PostgresQueueManager
 from tests.conftest import start_manager
 from tests.helpers import count_rows, events_of, expire_lease, sql, sql_value
 

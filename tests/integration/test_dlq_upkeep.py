@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from pgqueue.maintenance.dlq_upkeep import UPKEEP_ACTOR, DlqUpkeep, dlq_upkeep_once
-from pgqueue.manager import PostgresQueueManager
+from pgqueue.runtime import PostgresQueueManager
 from pgqueue.testing import eventually
 from tests.conftest import start_manager
 from tests.helpers import count_rows, events_of, sql, sql_value

@@ -11,7 +11,7 @@ import pytest
 from pgqueue.db.schema import migrate
 from pgqueue.embedded import EmbeddedPostgres
 from pgqueue.errors import ConfigError, IndeterminateCommit
-from pgqueue.manager import PostgresQueueManager
+from pgqueue.runtime import PostgresQueueManager
 from tests.conftest import start_manager
 from tests.fault_proxy import FaultProxy
 from tests.helpers import sql, sql_value

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from pgqueue.errors import JobNotFound, ValidationError
-from pgqueue.manager import PostgresQueueManager
+from pgqueue.runtime import PostgresQueueManager
 from tests.helpers import events_of, sql, sql_value
 
 

@@ -8,7 +8,7 @@ import pytest
 
 from pgqueue.db.queries import Q
 from pgqueue.errors import JobNotFound, ValidationError
-from pgqueue.manager import PostgresQueueManager
+from pgqueue.runtime import PostgresQueueManager
 from pgqueue.testing import eventually
 from tests.conftest import start_manager
 from tests.helpers import sql

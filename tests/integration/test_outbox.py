@@ -7,8 +7,8 @@ import contextlib
 
 import asyncpg
 
-from pgqueue.manager import PostgresQueueManager
 from pgqueue.manager.outbox import Event, Subscription
+from pgqueue.runtime import PostgresQueueManager
 from tests.conftest import start_manager
 from tests.helpers import trim_until
 

@@ -6,7 +6,7 @@ import orjson
 import pytest
 
 from pgqueue.errors import InvalidState, JobNotFound, LeaseLost, ValidationError
-from pgqueue.manager import PostgresQueueManager
+from pgqueue.runtime import PostgresQueueManager
 from tests.conftest import start_manager
 from tests.helpers import expire_lease, sql
 

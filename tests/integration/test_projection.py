@@ -6,9 +6,9 @@ import asyncio
 
 import psycopg
 
-from pgqueue.manager import PostgresQueueManager
 from pgqueue.manager.outbox import Event
 from pgqueue.manager.projection import Projection
+from pgqueue.runtime import PostgresQueueManager
 from pgqueue.testing import eventually
 from tests.conftest import start_manager
 from tests.helpers import sql

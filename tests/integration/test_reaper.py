@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 
 from pgqueue.config import Config
-from pgqueue.manager import PostgresQueueManager
+from pgqueue.runtime import PostgresQueueManager
 from pgqueue.testing import eventually
 from tests.conftest import MANAGER_DEFAULTS, start_manager
 from tests.helpers import events_of, expire_lease, sql, sql_value

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pgqueue.manager import PostgresQueueManager
+from pgqueue.runtime import PostgresQueueManager
 from tests.conftest import start_manager
 from tests.helpers import count_rows, sql, trim_until
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from pgqueue.errors import BrokerFenced, BrokerIdInUse, LeaseLost
-from pgqueue.manager import PostgresQueueManager
+from pgqueue.runtime import PostgresQueueManager
 from tests.conftest import start_manager
 from tests.helpers import expire_lease, sql, sql_value
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from pgqueue.manager import PostgresQueueManager
+from pgqueue.runtime import PostgresQueueManager
 from tests.helpers import sql_value
 
 

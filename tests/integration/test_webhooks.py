@@ -7,8 +7,8 @@ import ipaddress
 import pytest
 
 from pgqueue.errors import ValidationError
-from pgqueue.maintenance.ssrf import IPAddress
 from pgqueue.maintenance.webhook_delivery import fan_out_once
+from pgqueue.ssrf import IPAddress
 from tests.helpers import count_rows, sql
 from tests.integration.webhooks_support import FAST, webhook_manager
 

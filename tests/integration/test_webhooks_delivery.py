@@ -11,7 +11,6 @@ from collections.abc import Awaitable
 import asyncpg
 import pytest
 
-from pgqueue.maintenance.ssrf import AddressGuard, IPAddress, Resolver
 from pgqueue.maintenance.webhook_delivery import (
     DeliverySettings,
     claim_due,
@@ -21,6 +20,7 @@ from pgqueue.maintenance.webhook_delivery import (
     upkeep_once,
 )
 from pgqueue.maintenance.webhook_sender import AttemptResult, WebhookSender
+from pgqueue.ssrf import AddressGuard, IPAddress, Resolver
 from pgqueue.testing import eventually
 from tests.helpers import sql
 from tests.integration.webhooks_support import (

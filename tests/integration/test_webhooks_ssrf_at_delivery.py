@@ -15,9 +15,9 @@ import ipaddress
 import pytest
 
 from pgqueue.errors import ValidationError
-from pgqueue.maintenance.ssrf import AddressGuard, IPAddress
 from pgqueue.maintenance.webhook_delivery import deliver_once, fan_out_once
 from pgqueue.maintenance.webhook_sender import WebhookSender
+from pgqueue.ssrf import AddressGuard, IPAddress
 from tests.integration.webhooks_support import FAST, Receiver, webhook_manager
 
 

@@ -12,8 +12,8 @@ from __future__ import annotations
 import asyncio
 import sys
 
-from pgqueue.maintenance.ssrf import AddressGuard
 from pgqueue.maintenance.webhook_delivery import DeliverySettings, WebhookDelivery
+from pgqueue.ssrf import AddressGuard
 from tests.integration.webhooks_support import (
     WebhookManager,
     take_over_delivery,

@@ -16,11 +16,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pgqueue.config import Config
-from pgqueue.maintenance.ssrf import AddressGuard
 from pgqueue.maintenance.webhook_delivery import DeliverySettings, WebhookDelivery
 from pgqueue.maintenance.webhook_sender import WebhookSender
-from pgqueue.manager import PostgresQueueManager
-from pgqueue.manager.webhooks import WebhookOps
+from pgqueue.manager.webhooks.ops import WebhookOps
+from pgqueue.runtime import PostgresQueueManager
+from pgqueue.ssrf import AddressGuard
 from tests.conftest import MANAGER_DEFAULTS
 
 

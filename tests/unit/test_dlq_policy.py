@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from pgqueue.errors import ValidationError
-from pgqueue.manager.dlq_policy import (
+from pgqueue.manager.dlq.policy import (
     DEFAULT_DLQ_CONFIG,
     DlqConfig,
     auto_retry_delay_ms,

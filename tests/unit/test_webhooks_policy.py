@@ -13,7 +13,8 @@ import pytest
 from pgqueue.errors import ConfigError, ValidationError
 from pgqueue.maintenance.webhook_delivery import Claim, DeliverySettings, decide
 from pgqueue.maintenance.webhook_sender import AttemptResult
-from pgqueue.manager.webhook_policy import (
+from pgqueue.manager.webhooks.ops import allow_private_of
+from pgqueue.manager.webhooks.policy import (
     EVENT_OF_OUTBOX_TYPE,
     WEBHOOK_EVENTS,
     backoff_ms,
@@ -22,7 +23,6 @@ from pgqueue.manager.webhook_policy import (
     validate_events,
     validate_secret,
 )
-from pgqueue.manager.webhooks import allow_private_of
 
 
 def test_bunqueues_five_events_come_first_then_the_extensions() -> None:

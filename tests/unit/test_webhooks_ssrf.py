@@ -7,7 +7,7 @@ import ipaddress
 import pytest
 
 from pgqueue.errors import ValidationError
-from pgqueue.maintenance.ssrf import (
+from pgqueue.ssrf import (
     AddressGuard,
     IPAddress,
     address_refusal,

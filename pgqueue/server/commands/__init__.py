@@ -1,6 +1,13 @@
-"""Command handlers, one module per group of bunqueue's catalogue (§1.6)."""
+"""Command handlers, one module per group of bunqueue's catalogue (§1.6).
+
+The command table is built here from the list of groups, nowhere else: a new
+command goes in its group's module (``@command("Name")``), a new group in
+:data:`GROUPS`.
+"""
 
 from __future__ import annotations
+
+from collections.abc import Mapping
 
 from pgqueue.server.commands import (
     consuming,
@@ -14,16 +21,21 @@ from pgqueue.server.commands import (
     webhooks,
     workers,
 )
+from pgqueue.server.registry import CommandGroup, Handler, build_table
 
-__all__ = [
-    "consuming",
-    "control",
-    "dlq",
-    "jobs_info",
-    "monitoring",
-    "producing",
-    "queries",
-    "session",
-    "webhooks",
-    "workers",
-]
+__all__ = ["COMMANDS", "GROUPS"]
+
+GROUPS: tuple[CommandGroup, ...] = (
+    consuming.group,
+    control.group,
+    dlq.group,
+    jobs_info.group,
+    monitoring.group,
+    producing.group,
+    queries.group,
+    session.group,
+    webhooks.group,
+    workers.group,
+)
+
+COMMANDS: Mapping[str, Handler] = build_table(GROUPS)

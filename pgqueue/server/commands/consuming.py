@@ -9,9 +9,12 @@ from pgqueue.manager.claim import MAX_PULL_COUNT, MAX_PULL_TIMEOUT_MS
 from pgqueue.manager.completion import FailItem
 from pgqueue.manager.models import AckItem, ClaimedJob, ItemOutcome
 from pgqueue.protocol import Fields
-from pgqueue.server.registry import command
+from pgqueue.server.registry import CommandGroup
 from pgqueue.server.request import Request
 from pgqueue.server.wire import check_pull_group, client_message, job_to_wire
+
+group = CommandGroup()
+command = group.command
 
 MAX_LOCK_TTL_MS = 86_400_000
 MAX_BATCH_ITEMS = 10_000

@@ -22,13 +22,16 @@ from typing import Any
 
 from pgqueue.errors import InvalidState, JobNotFound, PgQueueError, ValidationError
 from pgqueue.manager.arguments import DAY_MS
-from pgqueue.manager.control_probe import not_active
-from pgqueue.manager.job_control import PRIORITY_LIMIT
-from pgqueue.server.registry import command
+from pgqueue.manager.control.jobs import PRIORITY_LIMIT
+from pgqueue.manager.control.probe import not_active
+from pgqueue.server.registry import CommandGroup
 from pgqueue.server.request import Request
 from pgqueue.vocabulary.checks import MAX_EPOCH_MS
 
 __all__ = ["forget_claim", "held_token", "missing_token_error"]
+
+group = CommandGroup()
+command = group.command
 
 MAX_DELAY_MS = 365 * DAY_MS
 MAX_GRACE_MS = 100 * 365 * DAY_MS

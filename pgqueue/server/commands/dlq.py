@@ -15,12 +15,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from pgqueue.manager.dlq_policy import MAX_LIST_LIMIT
+from pgqueue.manager.dlq.policy import MAX_LIST_LIMIT
 from pgqueue.protocol import Fields
-from pgqueue.server.registry import command
+from pgqueue.server.registry import CommandGroup
 from pgqueue.server.request import Request
 from pgqueue.server.wire import job_to_wire
 from pgqueue.vocabulary.checks import MAX_EPOCH_MS
+
+group = CommandGroup()
+command = group.command
 
 MAX_WHY_LENGTH = 4096
 MAX_OFFSET = 1_000_000

@@ -20,11 +20,14 @@ from __future__ import annotations
 from typing import Any
 
 from pgqueue.errors import JobNotFound
-from pgqueue.manager.listings import MAX_LIST_LIMIT, MAX_LIST_OFFSET, MAX_WAIT_MS
+from pgqueue.manager.control.listings import MAX_LIST_LIMIT, MAX_LIST_OFFSET, MAX_WAIT_MS
 from pgqueue.protocol import Fields
-from pgqueue.server.registry import command
+from pgqueue.server.registry import CommandGroup
 from pgqueue.server.request import Request
 from pgqueue.server.wire import job_to_wire
+
+group = CommandGroup()
+command = group.command
 
 DEFAULT_LIST_LIMIT = 100
 DEFAULT_WAIT_MS = 30_000

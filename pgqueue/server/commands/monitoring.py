@@ -35,12 +35,15 @@ from typing import TYPE_CHECKING, Any
 from pgqueue.errors import ValidationError
 from pgqueue.manager.models import JobCounts
 from pgqueue.server.metrics import BrokerMetrics
-from pgqueue.server.registry import command
+from pgqueue.server.registry import CommandGroup
 from pgqueue.server.request import Request
 
 if TYPE_CHECKING:
-    from pgqueue.manager import PostgresQueueManager
-    from pgqueue.server.broker import Broker
+    from pgqueue.runtime import PostgresQueueManager
+    from pgqueue.server.host import BrokerHost
+
+group = CommandGroup()
+command = group.command
 
 COUNT_CONCURRENCY = 4
 LATENCY_COMMANDS = ("PUSH", "PUSHB", "PULL", "PULLB")
@@ -116,7 +119,7 @@ def _memory_mb() -> float:
         return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-def _legacy_metrics(broker: Broker, counts: JobCounts) -> dict[str, Any]:
+def _legacy_metrics(broker: BrokerHost, counts: JobCounts) -> dict[str, Any]:
     pending = counts.waiting + counts.prioritized + counts.delayed + counts.waiting_children
     finished = counts.completed + counts.failed
     return {

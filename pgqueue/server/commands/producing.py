@@ -8,9 +8,12 @@ from typing import Any
 from pgqueue.errors import ValidationError
 from pgqueue.manager.options import JobSpec, build_job_spec
 from pgqueue.protocol import Fields
-from pgqueue.server.registry import command
+from pgqueue.server.registry import CommandGroup
 from pgqueue.server.request import Request
 from pgqueue.server.wire import WIRE_LABELS, job_input_from_wire, job_to_wire
+
+group = CommandGroup()
+command = group.command
 
 MAX_BATCH_JOBS = 10_000
 

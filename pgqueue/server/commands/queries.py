@@ -6,9 +6,12 @@ from typing import Any
 
 from pgqueue.errors import JobNotFound
 from pgqueue.manager.reads import NO_RESULT
-from pgqueue.server.registry import command
+from pgqueue.server.registry import CommandGroup
 from pgqueue.server.request import Request
 from pgqueue.server.wire import job_to_wire
+
+group = CommandGroup()
+command = group.command
 
 
 @command("GetJob")

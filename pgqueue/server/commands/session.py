@@ -5,10 +5,13 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from pgqueue import __version__
+from pgqueue._version import __version__
 from pgqueue.errors import AuthError
-from pgqueue.server.registry import command
+from pgqueue.server.registry import CommandGroup
 from pgqueue.server.request import Request
+
+group = CommandGroup()
+command = group.command
 
 PROTOCOL_VERSION = 3
 CAPABILITIES = ["pipelining", "separate-job-name", "int64"]

@@ -10,10 +10,13 @@ from __future__ import annotations
 from typing import Any
 
 from pgqueue.errors import PgQueueError, ValidationError
-from pgqueue.manager.webhook_policy import WEBHOOK_EVENTS
-from pgqueue.manager.webhooks import WebhookOps
-from pgqueue.server.registry import command
+from pgqueue.manager.webhooks.ops import WebhookOps
+from pgqueue.manager.webhooks.policy import WEBHOOK_EVENTS
+from pgqueue.server.registry import CommandGroup
 from pgqueue.server.request import Request
+
+group = CommandGroup()
+command = group.command
 
 WEBHOOK_NOT_FOUND = "Webhook not found"
 

@@ -21,10 +21,13 @@ from typing import Any
 
 from pgqueue.errors import ValidationError
 from pgqueue.manager.arguments import INT4_MAX
-from pgqueue.manager.workers import WORKER_NOT_FOUND
+from pgqueue.manager.control.workers import WORKER_NOT_FOUND
 from pgqueue.server.commands.control import held_token, missing_token_error
-from pgqueue.server.registry import command
+from pgqueue.server.registry import CommandGroup
 from pgqueue.server.request import Request
+
+group = CommandGroup()
+command = group.command
 
 MAX_WORKER_QUEUES = 1_000
 MAX_COUNTER = 2**53 - 1

@@ -41,7 +41,7 @@ from pgqueue.server.http.telemetry import HttpMetrics
 from pgqueue.server.request import ClientState
 
 if TYPE_CHECKING:
-    from pgqueue.server.broker import Broker
+    from pgqueue.server.host import BrokerHost
 
 __all__ = ["HttpState", "build_app"]
 
@@ -54,7 +54,7 @@ Handler = Callable[[Request], Awaitable[Response]]
 class HttpState:
     """What the routes share: the broker, the drain signal, the collectors."""
 
-    broker: Broker
+    broker: BrokerHost
     metrics: HttpMetrics | None = None
     closing: asyncio.Event = field(default_factory=asyncio.Event)
 
@@ -118,7 +118,7 @@ async def _watch_disconnect(request: Request, client: ClientState) -> None:
 
 
 async def _dispatch(
-    broker: Broker,
+    broker: BrokerHost,
     request: Request,
     client: ClientState,
     msg: dict[str, Any],

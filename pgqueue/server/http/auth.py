@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from pgqueue.server.broker import Broker
+    from pgqueue.server.host import BrokerHost
 
 __all__ = ["ANONYMOUS", "authenticate", "bearer_token"]
 
@@ -30,7 +30,7 @@ def bearer_token(headers: Mapping[str, str]) -> str | None:
     return token.strip() or None
 
 
-def authenticate(broker: Broker, headers: Mapping[str, str]) -> str | None:
+def authenticate(broker: BrokerHost, headers: Mapping[str, str]) -> str | None:
     """The actor of a request, or None when a token is required and missing or wrong."""
     if not broker.auth_required:
         return ANONYMOUS

@@ -20,7 +20,7 @@ from pgqueue.db.schema import check_schema
 from pgqueue.errors import PgQueueError, SchemaError
 
 if TYPE_CHECKING:
-    from pgqueue.server.broker import Broker
+    from pgqueue.server.host import BrokerHost
 
 __all__ = ["liveness", "readiness"]
 
@@ -29,7 +29,7 @@ log = logging.getLogger("pgqueue.http")
 HORIZON_WARN_SECONDS = 60.0  # a transaction or snapshot older than this is named
 
 
-async def _horizon_check(broker: Broker, timeout: float) -> dict[str, Any] | None:
+async def _horizon_check(broker: BrokerHost, timeout: float) -> dict[str, Any] | None:
     """What holds the xmin horizon back (it blocks vacuum and event retention):
     a warning naming a prepared transaction, or a session whose transaction is
     older than :data:`HORIZON_WARN_SECONDS` (slots carry no age in time: the
@@ -58,11 +58,11 @@ async def _horizon_check(broker: Broker, timeout: float) -> dict[str, Any] | Non
     }
 
 
-def liveness(broker: Broker) -> dict[str, Any]:
+def liveness(broker: BrokerHost) -> dict[str, Any]:
     return {"ok": True, "status": "live", "draining": broker.draining}
 
 
-async def _storage_checks(broker: Broker, timeout: float) -> dict[str, dict[str, Any]]:
+async def _storage_checks(broker: BrokerHost, timeout: float) -> dict[str, dict[str, Any]]:
     try:
         version = await asyncio.wait_for(check_schema(broker.manager.db), timeout)
     except TimeoutError:
@@ -75,7 +75,7 @@ async def _storage_checks(broker: Broker, timeout: float) -> dict[str, dict[str,
     return {"database": {"ok": True}, "schema": {"ok": True, "version": version}}
 
 
-def _session_check(broker: Broker) -> dict[str, Any]:
+def _session_check(broker: BrokerHost) -> dict[str, Any]:
     try:
         session = broker.manager.session
     except PgQueueError:
@@ -95,7 +95,7 @@ def _session_check(broker: Broker) -> dict[str, Any]:
     }
 
 
-def _services_check(broker: Broker) -> dict[str, Any]:
+def _services_check(broker: BrokerHost) -> dict[str, Any]:
     """Every long-lived service runs (none dead, none waiting out a restart backoff).
 
     ``ended`` is not a failure: a service whose work is over on purpose (the
@@ -112,7 +112,7 @@ def _services_check(broker: Broker) -> dict[str, Any]:
     return {"ok": not failing, "failing": failing, "services": services}
 
 
-async def readiness(broker: Broker, timeout: float) -> tuple[bool, dict[str, Any]]:
+async def readiness(broker: BrokerHost, timeout: float) -> tuple[bool, dict[str, Any]]:
     """(ready, body) of the readiness probe."""
     checks: dict[str, dict[str, Any]] = {"draining": {"ok": not broker.draining}}
     checks["session"] = _session_check(broker)
@@ -135,7 +135,7 @@ async def readiness(broker: Broker, timeout: float) -> tuple[bool, dict[str, Any
     return ready, body
 
 
-def _soft_checks(broker: Broker) -> dict[str, dict[str, Any]]:
+def _soft_checks(broker: BrokerHost) -> dict[str, dict[str, Any]]:
     """Parts whose failure slows the broker down but does not stop it serving
     correctly (reported as warnings; they do not make the broker unready)."""
     manager = broker.manager

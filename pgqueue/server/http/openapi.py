@@ -5,7 +5,7 @@ from __future__ import annotations
 import html
 from typing import Any
 
-from pgqueue import __version__
+from pgqueue._version import __version__
 from pgqueue.server.http.binding import Endpoint, Param, path_params
 from pgqueue.server.http.routes import ENDPOINTS, SYSTEM_ROUTES, SystemRoute
 

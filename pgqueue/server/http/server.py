@@ -23,7 +23,7 @@ from pgqueue.server.http.app import HttpState, build_app
 from pgqueue.server.http.telemetry import HttpMetrics
 
 if TYPE_CHECKING:
-    from pgqueue.server.broker import Broker
+    from pgqueue.server.host import BrokerHost
 
 __all__ = ["HttpServer"]
 
@@ -65,7 +65,7 @@ def _bind(host: str, port: int) -> socket.socket:
 class HttpServer:
     """The broker's HTTP API (see :mod:`pgqueue.server.http`)."""
 
-    def __init__(self, broker: Broker) -> None:
+    def __init__(self, broker: BrokerHost) -> None:
         self.broker = broker
         self.state = HttpState(broker)
         self.port = 0

@@ -36,7 +36,7 @@ from pgqueue.errors import (
     ProtocolError,
     ValidationError,
 )
-from pgqueue.server.registry import COMMANDS
+from pgqueue.server.commands import COMMANDS
 
 __all__ = ["status_for_answer", "status_for_error"]
 

@@ -22,7 +22,7 @@ from pgqueue.db.queries import Q
 from pgqueue.errors import JobNotFound, LeaseLost, ValidationError
 from pgqueue.manager.arguments import check_int, check_text, check_token
 from pgqueue.manager.context import EngineContext
-from pgqueue.manager.control_probe import explain_miss
+from pgqueue.manager.control.probe import explain_miss
 from pgqueue.manager.options import encode_json
 from pgqueue.vocabulary.names import validate_job_id
 

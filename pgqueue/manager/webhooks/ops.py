@@ -1,6 +1,6 @@
 """Webhooks: registered in the database, shared by every broker of the namespace.
 
-A webhook is a URL, the events it wants (:data:`~pgqueue.manager.webhook_policy.WEBHOOK_EVENTS`),
+A webhook is a URL, the events it wants (:data:`~pgqueue.manager.webhooks.policy.WEBHOOK_EVENTS`),
 an optional queue filter and an optional signing secret.  The leader's
 :class:`~pgqueue.maintenance.webhook_delivery.WebhookDelivery` turns outbox
 events into deliveries and POSTs them (at least once, with retries); these
@@ -14,7 +14,7 @@ A webhook receives the events committed after its registration.  Disabling
 one stops new deliveries at once and holds back its queued ones until it is
 enabled again; events that happen while it is disabled are never delivered
 to it.  Registration refuses URLs that reach private addresses (see
-:mod:`pgqueue.maintenance.ssrf`) unless ``webhook_allow_private`` is set.
+:mod:`pgqueue.ssrf`) unless ``webhook_allow_private`` is set.
 """
 
 from __future__ import annotations
@@ -27,16 +27,16 @@ from pgqueue.db.queries import Q
 from pgqueue.db.retry import in_transaction
 from pgqueue.errors import ValidationError
 from pgqueue.ids import uuid7
-from pgqueue.maintenance.ssrf import AddressGuard
 from pgqueue.manager.arguments import check_bool, check_int, check_text
 from pgqueue.manager.base import ManagerBase
 from pgqueue.manager.context import EngineContext
-from pgqueue.manager.webhook_models import Webhook, WebhookDelivery, WebhookStats
-from pgqueue.manager.webhook_policy import (
+from pgqueue.manager.webhooks.models import Webhook, WebhookDelivery, WebhookStats
+from pgqueue.manager.webhooks.policy import (
     validate_events,
     validate_queue_filter,
     validate_secret,
 )
+from pgqueue.ssrf import AddressGuard
 
 __all__ = [
     "DELIVERY_STATUSES",
@@ -103,6 +103,12 @@ async def set_webhook_enabled(ctx: EngineContext, webhook_id: Any, enabled: Any)
     return await in_transaction(ctx.db, body)
 
 
+async def remove_webhook(ctx: EngineContext, webhook_id: Any) -> bool:
+    webhook_id = _webhook_id(webhook_id, "webhookId")
+    row = await ctx.db.fetchrow(Q.webhook_delete, ctx.namespace, webhook_id)
+    return row is not None
+
+
 async def list_webhooks(ctx: EngineContext, limit: int) -> tuple[list[Webhook], WebhookStats]:
     rows = await ctx.db.fetch(Q.webhook_list, ctx.namespace, limit)
     webhooks = [Webhook.from_row(row) for row in rows]
@@ -147,9 +153,7 @@ class WebhookOps(ManagerBase):
 
     async def remove_webhook(self, webhook_id: str) -> bool:
         """Remove a webhook with its queued deliveries and log; False when unknown."""
-        webhook_id = _webhook_id(webhook_id, "webhookId")
-        row = await self.db.fetchrow(Q.webhook_delete, self.namespace, webhook_id)
-        return row is not None
+        return await remove_webhook(self.ctx, webhook_id)
 
     async def set_webhook_enabled(self, webhook_id: str, enabled: bool) -> bool:
         """Enable or disable a webhook; False when unknown."""

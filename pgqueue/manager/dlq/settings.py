@@ -1,6 +1,6 @@
 """Per-queue DLQ and stall settings, stored as jsonb in ``pgqueue_queues``.
 
-A setter validates its patch (:mod:`pgqueue.manager.dlq_policy`), then merges
+A setter validates its patch (:mod:`pgqueue.manager.dlq.policy`), then merges
 it into the stored settings in one statement (concurrent patches of
 different fields both land).  Getters fill in the defaults.  The reaper reads
 ``stall_config`` directly (``enabled``, ``maxStalls``); the DLQ queries read
@@ -15,7 +15,7 @@ import orjson
 
 from pgqueue.db.queries import Q
 from pgqueue.manager.context import EngineContext
-from pgqueue.manager.dlq_policy import (
+from pgqueue.manager.dlq.policy import (
     DEFAULT_DLQ_CONFIG,
     DlqConfig,
     StallConfig,

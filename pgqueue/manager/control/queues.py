@@ -7,7 +7,7 @@ Bulk deletions run in batches, each its own transaction: lock a page in
 listing order (``SKIP LOCKED``), then delete it with a compare-and-set per
 job and a ``removed`` event per job; the last batch also writes the
 summary event (``drained`` / ``cleaned`` with the total ``count``).  Like
-:func:`pgqueue.manager.job_control.remove`, a drain or clean keeps jobs that
+:func:`pgqueue.manager.control.jobs.remove`, a drain or clean keeps jobs that
 live jobs still depend on, rather than strand those, and a clean of finished
 jobs keeps a flow child whose parent is live or dead-lettered (the parent
 reads its result when it runs, also after a redrive; once the parent has

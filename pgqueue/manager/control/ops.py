@@ -1,14 +1,14 @@
 """Job and queue control, progress, logs, listings and the workers registry.
 
 The mixin only delegates; the flows live in one module per concern:
-:mod:`~pgqueue.manager.job_control` (cancel, update, priority, promote,
-discard), :mod:`~pgqueue.manager.job_moves` (to delayed / waiting /
-waiting-children), :mod:`~pgqueue.manager.progress` (progress and logs),
-:mod:`~pgqueue.manager.listings` (queries, ``wait_for_job``),
-:mod:`~pgqueue.manager.queue_control` (pause, drain, clean, obliterate,
-retry completed), :mod:`~pgqueue.manager.flow_edits` (detach a child, drop
-unstarted children), :mod:`~pgqueue.manager.dedup_keys` (deduplication keys)
-and :mod:`~pgqueue.manager.workers` (the registry).
+:mod:`~pgqueue.manager.control.jobs` (cancel, update, priority, promote,
+discard), :mod:`~pgqueue.manager.control.moves` (to delayed / waiting /
+waiting-children), :mod:`~pgqueue.manager.control.progress` (progress and logs),
+:mod:`~pgqueue.manager.control.listings` (queries, ``wait_for_job``),
+:mod:`~pgqueue.manager.control.queues` (pause, drain, clean, obliterate,
+retry completed), :mod:`~pgqueue.manager.control.flow_edits` (detach a child, drop
+unstarted children), :mod:`~pgqueue.manager.control.dedup_keys` (deduplication keys)
+and :mod:`~pgqueue.manager.control.workers` (the registry).
 """
 
 from __future__ import annotations
@@ -16,17 +16,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from pgqueue.manager import (
-    dedup_keys,
-    flow_edits,
-    job_control,
-    job_moves,
-    listings,
-    queue_control,
-    workers,
-)
-from pgqueue.manager import progress as progress_flows
 from pgqueue.manager.base import ManagerBase
+from pgqueue.manager.control import dedup_keys, flow_edits, listings, workers
+from pgqueue.manager.control import jobs as job_control
+from pgqueue.manager.control import moves as job_moves
+from pgqueue.manager.control import progress as progress_flows
+from pgqueue.manager.control import queues as queue_control
 from pgqueue.manager.models import Job
 
 __all__ = ["ControlOps"]

@@ -16,7 +16,7 @@ from pgqueue.errors import InvalidState, JobNotFound, LeaseLost, ValidationError
 from pgqueue.manager.arguments import DAY_MS, check_int, check_token
 from pgqueue.manager.completion import parse_fence
 from pgqueue.manager.context import EngineContext
-from pgqueue.manager.control_probe import explain_miss, not_active, probe
+from pgqueue.manager.control.probe import explain_miss, not_active, probe
 from pgqueue.vocabulary.names import validate_job_id
 
 __all__ = [

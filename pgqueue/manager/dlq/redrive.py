@@ -32,9 +32,9 @@ from pgqueue.db.executor import Executor, Row
 from pgqueue.db.queries import Q, Query
 from pgqueue.db.retry import in_transaction
 from pgqueue.manager.context import EngineContext
-from pgqueue.manager.dlq_models import RedriveResult
-from pgqueue.manager.dlq_policy import DlqFilter
-from pgqueue.manager.dlq_reads import DEFAULT_DLQ_CONFIG_JSON, selection_params
+from pgqueue.manager.dlq.models import RedriveResult
+from pgqueue.manager.dlq.policy import DlqFilter
+from pgqueue.manager.dlq.reads import DEFAULT_DLQ_CONFIG_JSON, selection_params
 from pgqueue.manager.lost_dependencies import drop_dangling_edges
 
 __all__ = ["REDRIVE_ACTIONS", "REMOVE_ACTIONS", "delete_entries", "entry_queue", "redrive_entries"]

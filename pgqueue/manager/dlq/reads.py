@@ -14,8 +14,8 @@ import orjson
 
 from pgqueue.db.queries import Q
 from pgqueue.manager.context import EngineContext
-from pgqueue.manager.dlq_models import DlqAuditRecord, DlqEntry, DlqStats
-from pgqueue.manager.dlq_policy import DEFAULT_DLQ_CONFIG, DLQ_REASONS, DlqFilter
+from pgqueue.manager.dlq.models import DlqAuditRecord, DlqEntry, DlqStats
+from pgqueue.manager.dlq.policy import DEFAULT_DLQ_CONFIG, DLQ_REASONS, DlqFilter
 from pgqueue.manager.rows import job_from_row, json_or_none, ms
 
 __all__ = [

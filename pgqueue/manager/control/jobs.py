@@ -27,7 +27,7 @@ from pgqueue.manager import reads
 from pgqueue.manager.arguments import check_bool, check_int, check_token
 from pgqueue.manager.completion import DeadLetter, dead_letter_locked
 from pgqueue.manager.context import EngineContext
-from pgqueue.manager.control_probe import fenced, not_active, probe
+from pgqueue.manager.control.probe import fenced, not_active, probe
 from pgqueue.manager.lost_dependencies import drop_dangling_edges
 from pgqueue.manager.options import encode_json
 from pgqueue.vocabulary.names import validate_job_id, validate_queue_name

@@ -1,0 +1,52 @@
+"""The upkeep one engine runs beside it: a leader elector and the services it drives.
+
+The reaper runs on every broker (G6 is "lease + reaper interval"; only its
+purge of stale session rows waits for the leadership); DLQ upkeep,
+retention and webhook delivery run on the leader.  Built by the composition
+root (:mod:`pgqueue.runtime`) for an engine that runs maintenance; the engine
+sees it as a :class:`~pgqueue.manager.parts.Maintenance`.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from pgqueue.errors import PgQueueError
+from pgqueue.maintenance.dlq_upkeep import DlqUpkeep
+from pgqueue.maintenance.leader import LeaderElector
+from pgqueue.maintenance.reaper import Reaper
+from pgqueue.maintenance.retention import Retention
+from pgqueue.maintenance.webhook_delivery import WebhookDelivery
+from pgqueue.manager.context import EngineContext
+from pgqueue.service import Service
+
+__all__ = ["MaintenanceServices"]
+
+log = logging.getLogger("pgqueue")
+
+
+class MaintenanceServices:
+    """The elector, the reaper, DLQ upkeep, retention and webhook delivery of one engine."""
+
+    def __init__(self, ctx: EngineContext) -> None:
+        self.elector = LeaderElector(ctx.db, ctx.config, ctx.session)
+        self.reaper = Reaper(ctx, self.elector)
+        self.dlq_upkeep = DlqUpkeep(ctx, self.elector)
+        self.retention = Retention(ctx, self.elector)
+        self.webhook_delivery = WebhookDelivery(ctx, self.elector)
+
+    def services(self) -> list[Service]:
+        return [self.elector, self.reaper, self.dlq_upkeep, self.retention, self.webhook_delivery]
+
+    async def start(self) -> None:
+        for service in self.services():
+            await service.start()
+
+    async def stop(self) -> None:
+        """Stop the services (last started first), then give up the leader seat."""
+        for service in reversed(self.services()[1:]):
+            await service.stop()
+        try:
+            await self.elector.resign()
+        except PgQueueError as exc:
+            log.warning("could not resign leadership: %s", exc)
