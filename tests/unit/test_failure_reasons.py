@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pgqueue.manager.dlq_policy import DLQ_REASONS
+from pgqueue.manager.dlq.policy import DLQ_REASONS
 from pgqueue.manager.policy import FAILURE_REASONS
 
 ROOT = Path(__file__).resolve().parents[2]
