@@ -32,6 +32,7 @@ import logging
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from pgqueue.config import Config
 from pgqueue.db.executor import Executor, Row
 from pgqueue.db.queries import Q
 from pgqueue.db.retry import in_transaction
@@ -221,22 +222,28 @@ async def _fan_out_batch(ctx: EngineContext, settings: DeliverySettings) -> tupl
         peek = await read_batch(ctx.db, config, ResumeToken.parse(position), None)
         if peek.done and not peek.events:
             return 0, 0, True
+    return await in_transaction(
+        ctx.db, lambda tx: _fan_out_batch_in(tx, config, settings.max_attempts)
+    )
 
-    async def body(tx: Executor) -> tuple[int, int, bool]:
-        await tx.execute(Q.webhook_cursor_ensure, namespace)
-        locked = await tx.fetchval(Q.webhook_cursor_lock, namespace)
-        if not await tx.fetchval(Q.webhook_enabled_any, namespace):
-            await tx.execute(Q.webhook_cursor_jump, namespace)
-            return 0, 0, True
-        batch = await read_batch(tx, config, ResumeToken.parse(locked), None)
-        if batch.done and not batch.events:
-            return 0, 0, True
-        queued = await _queue(tx, namespace, batch, settings.max_attempts)
-        end = batch.end
-        await tx.execute(Q.webhook_cursor_advance, namespace, str(end), end.seen.xmin)
-        return len(batch.events), queued, batch.done
 
-    return await in_transaction(ctx.db, body)
+async def _fan_out_batch_in(
+    tx: Executor, config: Config, max_attempts: int
+) -> tuple[int, int, bool]:
+    """The batch of :func:`_fan_out_batch` under the cursor's lock."""
+    namespace = config.namespace
+    await tx.execute(Q.webhook_cursor_ensure, namespace)
+    locked = await tx.fetchval(Q.webhook_cursor_lock, namespace)
+    if not await tx.fetchval(Q.webhook_enabled_any, namespace):
+        await tx.execute(Q.webhook_cursor_jump, namespace)
+        return 0, 0, True
+    batch = await read_batch(tx, config, ResumeToken.parse(locked), None)
+    if batch.done and not batch.events:
+        return 0, 0, True
+    queued = await _queue(tx, namespace, batch, max_attempts)
+    end = batch.end
+    await tx.execute(Q.webhook_cursor_advance, namespace, str(end), end.seen.xmin)
+    return len(batch.events), queued, batch.done
 
 
 async def fan_out_once(
@@ -279,11 +286,9 @@ async def record_results(
         values = (claim.id, claim.lease_token, outcome, result.status_code, result.error, delay)
         for column, value in zip(columns, values, strict=True):
             column.append(value)
-
-    async def body(tx: Executor) -> list[Row]:
-        return await tx.fetch(Q.webhook_delivery_record, ctx.namespace, *columns)
-
-    rows = await in_transaction(ctx.db, body)
+    rows = await in_transaction(
+        ctx.db, lambda tx: tx.fetch(Q.webhook_delivery_record, ctx.namespace, *columns)
+    )
     if report is not None:
         for row in rows:
             outcome = outcomes[row["id"]]

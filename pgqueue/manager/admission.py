@@ -185,11 +185,7 @@ async def admit(ctx: EngineContext, specs: Sequence[JobSpec]) -> list[str]:
         if len(inserted) != len(plan.ids):  # pragma: no cover - fresh UUIDv7s never collide
             raise DuplicateJob("a generated job id collided; retry the push")
         return plan.ids
-
-    async def body(tx: Executor) -> list[str]:
-        return await _admit_in(tx, ns, plan)
-
-    return await in_transaction(ctx.db, body)
+    return await in_transaction(ctx.db, lambda tx: _admit_in(tx, ns, plan))
 
 
 async def admit_in(ctx: EngineContext, tx: Executor, specs: Sequence[JobSpec]) -> list[str]:
@@ -376,17 +372,19 @@ async def attach_child(ctx: EngineContext, child_id: str, parent_id: str) -> Non
     The parent must be live; a live child blocks it until the child completes.
     A child that is already gone (removed, never existed) is refused.
     """
+    await in_transaction(
+        ctx.db, lambda tx: _attach_child_in(tx, ctx.namespace, child_id, parent_id)
+    )
 
-    async def body(tx: Executor) -> None:
-        for _ in range(2):
-            row = await tx.fetchrow(Q.job_attach_child, ctx.namespace, child_id, parent_id)
-            assert row is not None
-            if not row["parent_found"]:
-                raise DependencyNotFound(f"Parent job not found: {parent_id}", field="parentId")
-            if row["live"] or row["finished"]:
-                return
-            # Not found: gone, or it finished while we looked (then look again).
-            if await tx.fetchval(Q.job_state_get, ctx.namespace, child_id) is None:
-                raise DependencyNotFound(f"Job not found: {child_id}", field="childId")
 
-    await in_transaction(ctx.db, body)
+async def _attach_child_in(tx: Executor, ns: str, child_id: str, parent_id: str) -> None:
+    for _ in range(2):
+        row = await tx.fetchrow(Q.job_attach_child, ns, child_id, parent_id)
+        assert row is not None
+        if not row["parent_found"]:
+            raise DependencyNotFound(f"Parent job not found: {parent_id}", field="parentId")
+        if row["live"] or row["finished"]:
+            return
+        # Not found: gone, or it finished while we looked (then look again).
+        if await tx.fetchval(Q.job_state_get, ns, child_id) is None:
+            raise DependencyNotFound(f"Job not found: {child_id}", field="childId")

@@ -12,7 +12,6 @@ import asyncio
 import contextlib
 
 from pgqueue.db.queries import Q
-from pgqueue.errors import BrokerFenced
 from pgqueue.manager.context import EngineContext
 from pgqueue.manager.models import ClaimedJob
 from pgqueue.manager.rows import claimed_from_row
@@ -53,9 +52,8 @@ async def claim_once(
         lock_ttl_ms,
         ctx.config.lease_ms,
     )
-    if rows and not rows[0]["session_live"]:
-        ctx.session.fenced.set()
-        raise BrokerFenced(f'broker "{ctx.broker_id}" is fenced: its session was taken over')
+    if rows:
+        ctx.session.confirm_live(rows[0]["session_live"])
     return [claimed_from_row(row) for row in rows if row["id"] is not None]
 
 

@@ -151,7 +151,18 @@ class BrokerSession(Service):
     def check(self) -> None:
         """Raise :class:`BrokerFenced` when this session is no longer live."""
         if self.fenced.is_set():
-            raise BrokerFenced(f'broker "{self.broker_id}" is fenced: its session was taken over')
+            raise self.fenced_error()
+
+    def confirm_live(self, live: bool) -> None:
+        """``live``: what a statement just read of this session's row
+        (``session_live``); a row gone fences this broker and raises."""
+        if not live:
+            raise self.fenced_error()
+
+    def fenced_error(self) -> BrokerFenced:
+        """Fence this broker (its session was taken over) and return the error to raise."""
+        self.fenced.set()
+        return BrokerFenced(f'broker "{self.broker_id}" is fenced: its session was taken over')
 
     async def run(self) -> None:
         if not self.started.is_set():  # a restart keeps the session it registered
