@@ -157,6 +157,18 @@ def decide(claim: Claim, result: AttemptResult, settings: DeliverySettings) -> t
 # -- fan-out -------------------------------------------------------------------
 
 
+_DELIVERY_COLUMNS = (
+    "ids",
+    "webhook_ids",
+    "event_ids",
+    "events",
+    "queues",
+    "job_ids",
+    "bodies",
+    "times_ms",
+)
+
+
 def _deliveries(events: dict[int, Event], rows: list[Row]) -> tuple[list[Any], ...]:
     """The aligned columns of ``webhook_delivery_queue`` for the matched events."""
     columns: tuple[list[Any], ...] = ([], [], [], [], [], [], [], [])
@@ -197,18 +209,22 @@ async def _queue(tx: Executor, namespace: str, batch: Batch, max_attempts: int) 
     listed = list(events.values())
     rows = await tx.fetch(
         Q.webhook_fanout_match,
-        namespace,
-        [e.id for e in listed],
-        [e.xid for e in listed],
-        [e.queue for e in listed],
-        [e.type for e in listed],
-        types,
-        names,
+        namespace=namespace,
+        event_ids=[e.id for e in listed],
+        xids=[e.xid for e in listed],
+        queues=[e.queue for e in listed],
+        types=[e.type for e in listed],
+        map_types=types,
+        map_events=names,
     )
     columns = _deliveries(events, rows)
     if not columns[0]:
         return 0
-    return int(await tx.fetchval(Q.webhook_delivery_queue, namespace, *columns, max_attempts))
+    arrays = dict(zip(_DELIVERY_COLUMNS, columns, strict=True))
+    queued = await tx.fetchval(
+        Q.webhook_delivery_queue, namespace=namespace, max_attempts=max_attempts, **arrays
+    )
+    return int(queued)
 
 
 async def _fan_out_batch(ctx: EngineContext, settings: DeliverySettings) -> tuple[int, int, bool]:
@@ -278,16 +294,17 @@ async def record_results(
     """Record attempts (a stale claim's result changes nothing); how many were recorded."""
     if not results:
         return 0
-    columns: tuple[list[Any], ...] = ([], [], [], [], [], [])
+    names = ("ids", "lease_tokens", "outcomes", "status_codes", "errors", "delays_ms")
+    arrays: dict[str, list[Any]] = {name: [] for name in names}
     outcomes: dict[str, str] = {}
     for claim, result in results:
         outcome, delay = decide(claim, result, settings)
         outcomes[claim.id] = outcome
         values = (claim.id, claim.lease_token, outcome, result.status_code, result.error, delay)
-        for column, value in zip(columns, values, strict=True):
-            column.append(value)
+        for name, value in zip(names, values, strict=True):
+            arrays[name].append(value)
     rows = await in_transaction(
-        ctx.db, lambda tx: tx.fetch(Q.webhook_delivery_record, ctx.namespace, *columns)
+        ctx.db, lambda tx: tx.fetch(Q.webhook_delivery_record, namespace=ctx.namespace, **arrays)
     )
     if report is not None:
         for row in rows:

@@ -43,14 +43,14 @@ async def claim_once(
     ctx.session.check()
     rows = await ctx.db.fetch(
         Q.job_claim_batch,
-        ctx.namespace,
-        queue,
-        count,
-        owner,
-        ctx.broker_id,
-        ctx.session_id,
-        lock_ttl_ms,
-        ctx.config.lease_ms,
+        namespace=ctx.namespace,
+        queue=queue,
+        count=count,
+        owner=owner,
+        broker_id=ctx.broker_id,
+        session_id=ctx.session_id,
+        lease_ms=lock_ttl_ms,
+        default_lease_ms=ctx.config.lease_ms,
     )
     if rows:
         ctx.session.confirm_live(rows[0]["session_live"])

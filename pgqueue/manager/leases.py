@@ -40,12 +40,12 @@ async def extend_leases(
             )
     rows = await ctx.db.fetch(
         Q.job_extend_leases,
-        ctx.namespace,
-        [job_id for job_id, _ in items],
-        [token for _, token in items],
-        durations,
-        ctx.broker_id,
-        ctx.session_id,
+        namespace=ctx.namespace,
+        ids=[job_id for job_id, _ in items],
+        tokens=[token for _, token in items],
+        durations_ms=durations,
+        broker_id=ctx.broker_id,
+        session_id=ctx.session_id,
     )
     renewed = {row["ord"] - 1 for row in rows}
     outcomes = [

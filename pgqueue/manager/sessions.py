@@ -69,14 +69,14 @@ class BrokerSession(Service):
         while True:
             row = await self._db.fetchrow(
                 Q.session_register,
-                self.namespace,
-                self.broker_id,
-                self.session_id,
-                self._config.session_stale_ms,
-                me.hostname,
-                me.pid,
-                me.host_key,
-                me.start,
+                namespace=self.namespace,
+                broker_id=self.broker_id,
+                session_id=self.session_id,
+                stale_ms=self._config.session_stale_ms,
+                hostname=me.hostname,
+                pid=me.pid,
+                host_key=me.host_key,
+                process_start=me.start,
             )
             if row is not None:
                 return
@@ -125,14 +125,14 @@ class BrokerSession(Service):
     async def _take_over(self, old_session: str, me: ProcessIdentity) -> bool:
         row = await self._db.fetchrow(
             Q.session_take_over,
-            self.namespace,
-            self.broker_id,
-            self.session_id,
-            old_session,
-            me.hostname,
-            me.pid,
-            me.host_key,
-            me.start,
+            namespace=self.namespace,
+            broker_id=self.broker_id,
+            session_id=self.session_id,
+            old_session_id=old_session,
+            hostname=me.hostname,
+            pid=me.pid,
+            host_key=me.host_key,
+            process_start=me.start,
         )
         return row is not None
 
