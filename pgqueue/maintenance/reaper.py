@@ -18,6 +18,7 @@ the purge of stale session rows stays with the leader.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 from dataclasses import dataclass
 from typing import Any
@@ -29,7 +30,7 @@ from pgqueue.db.queries import Q
 from pgqueue.db.retry import in_transaction
 from pgqueue.errors import PgQueueError
 from pgqueue.maintenance.leader import LeaderElector
-from pgqueue.manager.completion import DeadLetter, dead_letter_locked, requeue
+from pgqueue.manager.completion import DeadLetter, RequeueRow, dead_letter_locked, requeue
 from pgqueue.manager.context import EngineContext
 from pgqueue.manager.policy import decide_stall
 from pgqueue.service import Service
@@ -79,12 +80,12 @@ class _Batch:
     applied: int
 
 
-async def _reap_leases(tx: Executor, ctx: EngineContext, report: ReapReport) -> _Batch:
+async def _reap_leases_in(tx: Executor, *, ctx: EngineContext, report: ReapReport) -> _Batch:
     rows = await tx.fetch(Q.job_lock_expired_leases, ctx.namespace, ctx.config.reaper_batch)
     if not rows:
         return _Batch(0, 0)
     settings = await _stall_settings(tx, ctx, rows)
-    requeues: list[tuple[Any, ...]] = []
+    requeues: list[RequeueRow] = []
     retry: list[bool] = []  # per requeue: a failed attempt (True) or a stall
     dead: list[DeadLetter] = []
     for row in rows:
@@ -143,19 +144,17 @@ async def _reap_leases(tx: Executor, ctx: EngineContext, report: ReapReport) -> 
             )
         retry.append(decision.action == "retry")
         requeues.append(
-            (
+            RequeueRow(
                 row["id"],
                 row["fence"],
                 "active",
-                decision.delay_ms,
-                int(decision.counts_attempt),
-                int(decision.counts_stall),
-                error,
-                None,
-                orjson.dumps(entry).decode(),
                 event,
-                orjson.dumps(payload).decode(),
-                None,
+                payload,
+                delay_ms=decision.delay_ms,
+                attempts_inc=int(decision.counts_attempt),
+                stall_inc=int(decision.counts_stall),
+                error=error,
+                attempt_entry=entry,
             )
         )
     applied = 0
@@ -173,7 +172,7 @@ async def _reap_leases(tx: Executor, ctx: EngineContext, report: ReapReport) -> 
     return _Batch(len(rows), applied)
 
 
-async def _reap_ttl(tx: Executor, ctx: EngineContext, report: ReapReport) -> _Batch:
+async def _reap_ttl_in(tx: Executor, *, ctx: EngineContext, report: ReapReport) -> _Batch:
     rows = await tx.fetch(Q.job_lock_expired_ttl, ctx.namespace, ctx.config.reaper_batch)
     applied = 0
     if rows:
@@ -208,14 +207,9 @@ async def reap_once(ctx: EngineContext) -> ReapReport:
     """
     report = ReapReport()
     batch = ctx.config.reaper_batch
-    for sweep in (_reap_leases, _reap_ttl):
+    for sweep in (_reap_leases_in, _reap_ttl_in):
         while True:
-
-            async def body(tx: Executor, sweep: Any = sweep) -> _Batch:
-                result: _Batch = await sweep(tx, ctx, report)
-                return result
-
-            done = await in_transaction(ctx.db, body)
+            done = await in_transaction(ctx.db, functools.partial(sweep, ctx=ctx, report=report))
             if done.locked < batch or done.applied == 0:
                 break
     return report

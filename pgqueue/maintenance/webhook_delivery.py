@@ -32,6 +32,7 @@ import logging
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from pgqueue.config import Config
 from pgqueue.db.executor import Executor, Row
 from pgqueue.db.queries import Q
 from pgqueue.db.retry import in_transaction
@@ -156,6 +157,18 @@ def decide(claim: Claim, result: AttemptResult, settings: DeliverySettings) -> t
 # -- fan-out -------------------------------------------------------------------
 
 
+_DELIVERY_COLUMNS = (
+    "ids",
+    "webhook_ids",
+    "event_ids",
+    "events",
+    "queues",
+    "job_ids",
+    "bodies",
+    "times_ms",
+)
+
+
 def _deliveries(events: dict[int, Event], rows: list[Row]) -> tuple[list[Any], ...]:
     """The aligned columns of ``webhook_delivery_queue`` for the matched events."""
     columns: tuple[list[Any], ...] = ([], [], [], [], [], [], [], [])
@@ -196,18 +209,22 @@ async def _queue(tx: Executor, namespace: str, batch: Batch, max_attempts: int) 
     listed = list(events.values())
     rows = await tx.fetch(
         Q.webhook_fanout_match,
-        namespace,
-        [e.id for e in listed],
-        [e.xid for e in listed],
-        [e.queue for e in listed],
-        [e.type for e in listed],
-        types,
-        names,
+        namespace=namespace,
+        event_ids=[e.id for e in listed],
+        xids=[e.xid for e in listed],
+        queues=[e.queue for e in listed],
+        types=[e.type for e in listed],
+        map_types=types,
+        map_events=names,
     )
     columns = _deliveries(events, rows)
     if not columns[0]:
         return 0
-    return int(await tx.fetchval(Q.webhook_delivery_queue, namespace, *columns, max_attempts))
+    arrays = dict(zip(_DELIVERY_COLUMNS, columns, strict=True))
+    queued = await tx.fetchval(
+        Q.webhook_delivery_queue, namespace=namespace, max_attempts=max_attempts, **arrays
+    )
+    return int(queued)
 
 
 async def _fan_out_batch(ctx: EngineContext, settings: DeliverySettings) -> tuple[int, int, bool]:
@@ -221,22 +238,28 @@ async def _fan_out_batch(ctx: EngineContext, settings: DeliverySettings) -> tupl
         peek = await read_batch(ctx.db, config, ResumeToken.parse(position), None)
         if peek.done and not peek.events:
             return 0, 0, True
+    return await in_transaction(
+        ctx.db, lambda tx: _fan_out_batch_in(tx, config, settings.max_attempts)
+    )
 
-    async def body(tx: Executor) -> tuple[int, int, bool]:
-        await tx.execute(Q.webhook_cursor_ensure, namespace)
-        locked = await tx.fetchval(Q.webhook_cursor_lock, namespace)
-        if not await tx.fetchval(Q.webhook_enabled_any, namespace):
-            await tx.execute(Q.webhook_cursor_jump, namespace)
-            return 0, 0, True
-        batch = await read_batch(tx, config, ResumeToken.parse(locked), None)
-        if batch.done and not batch.events:
-            return 0, 0, True
-        queued = await _queue(tx, namespace, batch, settings.max_attempts)
-        end = batch.end
-        await tx.execute(Q.webhook_cursor_advance, namespace, str(end), end.seen.xmin)
-        return len(batch.events), queued, batch.done
 
-    return await in_transaction(ctx.db, body)
+async def _fan_out_batch_in(
+    tx: Executor, config: Config, max_attempts: int
+) -> tuple[int, int, bool]:
+    """The batch of :func:`_fan_out_batch` under the cursor's lock."""
+    namespace = config.namespace
+    await tx.execute(Q.webhook_cursor_ensure, namespace)
+    locked = await tx.fetchval(Q.webhook_cursor_lock, namespace)
+    if not await tx.fetchval(Q.webhook_enabled_any, namespace):
+        await tx.execute(Q.webhook_cursor_jump, namespace)
+        return 0, 0, True
+    batch = await read_batch(tx, config, ResumeToken.parse(locked), None)
+    if batch.done and not batch.events:
+        return 0, 0, True
+    queued = await _queue(tx, namespace, batch, max_attempts)
+    end = batch.end
+    await tx.execute(Q.webhook_cursor_advance, namespace, str(end), end.seen.xmin)
+    return len(batch.events), queued, batch.done
 
 
 async def fan_out_once(
@@ -271,19 +294,18 @@ async def record_results(
     """Record attempts (a stale claim's result changes nothing); how many were recorded."""
     if not results:
         return 0
-    columns: tuple[list[Any], ...] = ([], [], [], [], [], [])
+    names = ("ids", "lease_tokens", "outcomes", "status_codes", "errors", "delays_ms")
+    arrays: dict[str, list[Any]] = {name: [] for name in names}
     outcomes: dict[str, str] = {}
     for claim, result in results:
         outcome, delay = decide(claim, result, settings)
         outcomes[claim.id] = outcome
         values = (claim.id, claim.lease_token, outcome, result.status_code, result.error, delay)
-        for column, value in zip(columns, values, strict=True):
-            column.append(value)
-
-    async def body(tx: Executor) -> list[Row]:
-        return await tx.fetch(Q.webhook_delivery_record, ctx.namespace, *columns)
-
-    rows = await in_transaction(ctx.db, body)
+        for name, value in zip(names, values, strict=True):
+            arrays[name].append(value)
+    rows = await in_transaction(
+        ctx.db, lambda tx: tx.fetch(Q.webhook_delivery_record, namespace=ctx.namespace, **arrays)
+    )
     if report is not None:
         for row in rows:
             outcome = outcomes[row["id"]]

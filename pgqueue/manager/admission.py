@@ -117,48 +117,47 @@ def _column(values: list[object]) -> tuple[list[object] | None, object]:
 _UNIFORM = (str, int, float, bool)
 
 
-def _insert_args(ns: str, plan: _Plan, lo: int, hi: int) -> tuple[object, ...]:
+def _insert_args(ns: str, plan: _Plan, lo: int, hi: int) -> dict[str, object]:
+    """The named parameters of ``job_insert_batch`` for specs ``lo:hi``: each
+    column as an array (``queue``) or, when batch-wide, a scalar (``queue_batch``)."""
     specs = plan.specs[lo:hi]
-    columns: list[list[object]] = [
-        [s.queue for s in specs],
-        [s.name for s in specs],
-        [s.data_json for s in specs],
-        [s.priority for s in specs],
-        [s.lifo for s in specs],
-        [s.delay_ms for s in specs],
-        [s.max_attempts for s in specs],
-        [s.backoff.type for s in specs],
-        [s.backoff.delay_ms for s in specs],
-        [s.backoff.max_delay_ms for s in specs],
-        [s.timeout_ms for s in specs],
-        [s.ttl_ms for s in specs],
-        [s.stall_timeout_ms for s in specs],
-        [s.remove_on_complete for s in specs],
-        [s.remove_on_fail for s in specs],
-        [s.custom_id for s in specs],
-        [s.unique_key for s in specs],
-        [s.unique_ttl_ms for s in specs],
-        [s.group_id for s in specs],
-        [s.parent_id for s in specs],
-        [s.parent_queue for s in specs],
-        list(plan.pending_deps[lo:hi]),
-        list(plan.has_dependents[lo:hi]),
-        [s.opts_json for s in specs],
-        [s.created_at_ms for s in specs],
-    ]
-    pairs = [_column(values) for values in columns]
-    return (
-        ns,
-        plan.ids[lo:hi],
-        *[array for array, _ in pairs],
-        *[scalar for _, scalar in pairs],
-    )
+    columns: dict[str, list[object]] = {
+        "queue": [s.queue for s in specs],
+        "name": [s.name for s in specs],
+        "data": [s.data_json for s in specs],
+        "priority": [s.priority for s in specs],
+        "lifo": [s.lifo for s in specs],
+        "delay_ms": [s.delay_ms for s in specs],
+        "max_attempts": [s.max_attempts for s in specs],
+        "backoff_type": [s.backoff.type for s in specs],
+        "backoff_ms": [s.backoff.delay_ms for s in specs],
+        "backoff_max_ms": [s.backoff.max_delay_ms for s in specs],
+        "timeout_ms": [s.timeout_ms for s in specs],
+        "ttl_ms": [s.ttl_ms for s in specs],
+        "stall_timeout_ms": [s.stall_timeout_ms for s in specs],
+        "remove_on_complete": [s.remove_on_complete for s in specs],
+        "remove_on_fail": [s.remove_on_fail for s in specs],
+        "custom_id": [s.custom_id for s in specs],
+        "unique_key": [s.unique_key for s in specs],
+        "unique_ttl_ms": [s.unique_ttl_ms for s in specs],
+        "group_id": [s.group_id for s in specs],
+        "parent_id": [s.parent_id for s in specs],
+        "parent_queue": [s.parent_queue for s in specs],
+        "pending_deps": list(plan.pending_deps[lo:hi]),
+        "has_dependents": list(plan.has_dependents[lo:hi]),
+        "opts": [s.opts_json for s in specs],
+        "created_at_ms": [s.created_at_ms for s in specs],
+    }
+    args: dict[str, object] = {"namespace": ns, "ids": plan.ids[lo:hi]}
+    for name, values in columns.items():
+        args[name], args[f"{name}_batch"] = _column(values)
+    return args
 
 
 async def _insert(ex: Executor, ns: str, plan: _Plan) -> set[str]:
     inserted: set[str] = set()
     for lo in range(0, len(plan.ids), CHUNK_SIZE):
-        rows = await ex.fetch(Q.job_insert_batch, *_insert_args(ns, plan, lo, lo + CHUNK_SIZE))
+        rows = await ex.fetch(Q.job_insert_batch, **_insert_args(ns, plan, lo, lo + CHUNK_SIZE))
         inserted.update(row["id"] for row in rows)
     return inserted
 
@@ -185,11 +184,7 @@ async def admit(ctx: EngineContext, specs: Sequence[JobSpec]) -> list[str]:
         if len(inserted) != len(plan.ids):  # pragma: no cover - fresh UUIDv7s never collide
             raise DuplicateJob("a generated job id collided; retry the push")
         return plan.ids
-
-    async def body(tx: Executor) -> list[str]:
-        return await _admit_in(tx, ns, plan)
-
-    return await in_transaction(ctx.db, body)
+    return await in_transaction(ctx.db, lambda tx: _admit_in(tx, ns, plan))
 
 
 async def admit_in(ctx: EngineContext, tx: Executor, specs: Sequence[JobSpec]) -> list[str]:
@@ -376,17 +371,19 @@ async def attach_child(ctx: EngineContext, child_id: str, parent_id: str) -> Non
     The parent must be live; a live child blocks it until the child completes.
     A child that is already gone (removed, never existed) is refused.
     """
+    await in_transaction(
+        ctx.db, lambda tx: _attach_child_in(tx, ctx.namespace, child_id, parent_id)
+    )
 
-    async def body(tx: Executor) -> None:
-        for _ in range(2):
-            row = await tx.fetchrow(Q.job_attach_child, ctx.namespace, child_id, parent_id)
-            assert row is not None
-            if not row["parent_found"]:
-                raise DependencyNotFound(f"Parent job not found: {parent_id}", field="parentId")
-            if row["live"] or row["finished"]:
-                return
-            # Not found: gone, or it finished while we looked (then look again).
-            if await tx.fetchval(Q.job_state_get, ctx.namespace, child_id) is None:
-                raise DependencyNotFound(f"Job not found: {child_id}", field="childId")
 
-    await in_transaction(ctx.db, body)
+async def _attach_child_in(tx: Executor, ns: str, child_id: str, parent_id: str) -> None:
+    for _ in range(2):
+        row = await tx.fetchrow(Q.job_attach_child, ns, child_id, parent_id)
+        assert row is not None
+        if not row["parent_found"]:
+            raise DependencyNotFound(f"Parent job not found: {parent_id}", field="parentId")
+        if row["live"] or row["finished"]:
+            return
+        # Not found: gone, or it finished while we looked (then look again).
+        if await tx.fetchval(Q.job_state_get, ns, child_id) is None:
+            raise DependencyNotFound(f"Job not found: {child_id}", field="childId")

@@ -12,7 +12,6 @@ import asyncio
 import contextlib
 
 from pgqueue.db.queries import Q
-from pgqueue.errors import BrokerFenced
 from pgqueue.manager.context import EngineContext
 from pgqueue.manager.models import ClaimedJob
 from pgqueue.manager.rows import claimed_from_row
@@ -44,18 +43,17 @@ async def claim_once(
     ctx.session.check()
     rows = await ctx.db.fetch(
         Q.job_claim_batch,
-        ctx.namespace,
-        queue,
-        count,
-        owner,
-        ctx.broker_id,
-        ctx.session_id,
-        lock_ttl_ms,
-        ctx.config.lease_ms,
+        namespace=ctx.namespace,
+        queue=queue,
+        count=count,
+        owner=owner,
+        broker_id=ctx.broker_id,
+        session_id=ctx.session_id,
+        lease_ms=lock_ttl_ms,
+        default_lease_ms=ctx.config.lease_ms,
     )
-    if rows and not rows[0]["session_live"]:
-        ctx.session.fenced.set()
-        raise BrokerFenced(f'broker "{ctx.broker_id}" is fenced: its session was taken over')
+    if rows:
+        ctx.session.confirm_live(rows[0]["session_live"])
     return [claimed_from_row(row) for row in rows if row["id"] is not None]
 
 

@@ -35,21 +35,25 @@ from pgqueue.errors import (
     ValidationError,
 )
 from pgqueue.manager.context import EngineContext
-from pgqueue.manager.models import AckItem, ItemOutcome
+from pgqueue.manager.models import AckItem, ItemOutcome, OutcomeReason
 from pgqueue.manager.options import encode_json
-from pgqueue.manager.policy import decide_failure
+from pgqueue.manager.policy import FailureReason, decide_failure
 from pgqueue.manager.rows import ms
+from pgqueue.manager.write_rows import FinishRow, RequeueRow, column_arrays
 
 __all__ = [
     "STACK_INPUT_LIMIT",
     "DeadLetter",
     "FailItem",
+    "FinishRow",
+    "RequeueRow",
     "ack_batch",
     "complete_in",
     "dead_letter_locked",
     "fail_batch",
     "parse_fence",
     "release_dependents",
+    "requeue",
 ]
 
 STACK_INPUT_LIMIT = 100
@@ -83,47 +87,45 @@ class DeadLetter:
     queue: str
     fence: int
     expected_state: str
-    reason: str
+    reason: FailureReason
     error: str | None
     attempt_entry: dict[str, Any] | None
     attempts_inc: int
     stacktrace: list[str] | None = None
 
+    def finish_row(self) -> FinishRow:
+        return FinishRow(
+            self.job_id,
+            None,
+            self.fence,
+            self.expected_state,
+            "failed",
+            failed_reason=self.reason,
+            error=self.error,
+            stacktrace=self.stacktrace,
+            attempt_entry=self.attempt_entry,
+            attempts_inc=self.attempts_inc,
+        )
 
-def _fenced(ctx: EngineContext) -> BrokerFenced:
-    ctx.session.fenced.set()
-    return BrokerFenced(f'broker "{ctx.broker_id}" is fenced: its session was taken over')
+
+def _completion(job_id: str, token: str, result: str, remove: bool | None = None) -> FinishRow:
+    """An active job, leased by ``token``, completed with the encoded ``result``."""
+    return FinishRow(
+        job_id, token, parse_fence(token), "active", "completed", result, remove=remove
+    )
 
 
 async def _finish(
-    ex: Executor,
-    ctx: EngineContext,
-    rows: Sequence[tuple[Any, ...]],
-    *,
-    skip_with_dependents: bool,
+    ex: Executor, ctx: EngineContext, rows: Sequence[FinishRow], *, skip_with_dependents: bool
 ) -> list[Row]:
-    """Run ``job_finish_many`` for tuples (id, token, fence, expected_state,
-    outcome, result, failed_reason, error, stacktrace, attempt_entry,
-    attempts_inc, remove)."""
-    columns: list[tuple[Any, ...]] = list(zip(*rows, strict=True)) if rows else [()] * 12
+    """Run ``job_finish_many`` for ``rows``."""
     return await ex.fetch(
         Q.job_finish_many,
-        ctx.namespace,
-        list(columns[0]),
-        list(columns[1]),
-        list(columns[2]),
-        list(columns[3]),
-        list(columns[4]),
-        list(columns[5]),
-        list(columns[6]),
-        list(columns[7]),
-        list(columns[8]),
-        list(columns[9]),
-        list(columns[10]),
-        ctx.broker_id,
-        ctx.session_id,
-        list(columns[11]),
-        skip_with_dependents,
+        namespace=ctx.namespace,
+        broker_id=ctx.broker_id,
+        session_id=ctx.session_id,
+        skip_with_dependents=skip_with_dependents,
+        **column_arrays(FinishRow, rows),
     )
 
 
@@ -133,7 +135,7 @@ async def _probe(ctx: EngineContext, ex: Executor, ids: list[str], tokens: list[
     )
 
 
-def _miss_reason(row: Row) -> str:
+def _miss_reason(row: Row) -> OutcomeReason:
     """``already-finalized`` only for a token that was issued for the finished job;
     an unknown or forged token is a stale claim like any other (an error)."""
     if row["finished_state"] is not None and row["live_state"] is None:
@@ -160,20 +162,7 @@ async def ack_batch(ctx: EngineContext, items: Sequence[AckItem]) -> list[ItemOu
     ctx.session.check()
     limit = ctx.config.max_payload_bytes
     finish_rows = [
-        (
-            item.job_id,
-            item.token,
-            parse_fence(item.token),
-            "active",
-            "completed",
-            _result_text(item, limit),
-            None,
-            None,
-            None,
-            None,
-            0,
-            item.remove_on_complete,
-        )
+        _completion(item.job_id, item.token, _result_text(item, limit), item.remove_on_complete)
         for item in items
     ]
     done = await _finish(ctx.db, ctx, finish_rows, skip_with_dependents=True)
@@ -198,15 +187,15 @@ async def ack_batch(ctx: EngineContext, items: Sequence[AckItem]) -> list[ItemOu
 async def _settle_missed_acks(
     ctx: EngineContext,
     items: Sequence[AckItem],
-    finish_rows: list[tuple[Any, ...]],
+    finish_rows: list[FinishRow],
     missed: list[int],
     outcomes: list[ItemOutcome | None],
 ) -> None:
     probe = await _probe(
         ctx, ctx.db, [items[i].job_id for i in missed], [items[i].token for i in missed]
     )
-    if probe and not probe[0]["session_live"]:
-        raise _fenced(ctx)
+    if probe:
+        ctx.session.confirm_live(probe[0]["session_live"])
     slow: list[int] = []
     for row in probe:
         index = missed[row["ord"] - 1]
@@ -216,18 +205,22 @@ async def _settle_missed_acks(
             outcomes[index] = ItemOutcome(items[index].job_id, False, _miss_reason(row))
     if not slow:
         return
-
-    async def body(tx: Executor) -> list[Row]:
-        rows = await _finish(tx, ctx, [finish_rows[i] for i in slow], skip_with_dependents=False)
-        await release_dependents(tx, ctx, [row["id"] for row in rows if row["has_dependents"]])
-        return rows
-
-    rows = await in_transaction(ctx.db, body)
+    slow_rows = [finish_rows[i] for i in slow]
+    rows = await in_transaction(ctx.db, lambda tx: _complete_with_dependents_in(tx, ctx, slow_rows))
     for row in rows:
         outcomes[slow[row["ord"] - 1]] = ItemOutcome(row["id"], True)
     for index in slow:
         if outcomes[index] is None:
             outcomes[index] = ItemOutcome(items[index].job_id, False, "lease-lost")
+
+
+async def _complete_with_dependents_in(
+    tx: Executor, ctx: EngineContext, rows: Sequence[FinishRow]
+) -> list[Row]:
+    """Complete jobs and release their dependents, in one transaction."""
+    done = await _finish(tx, ctx, rows, skip_with_dependents=False)
+    await release_dependents(tx, ctx, [row["id"] for row in done if row["has_dependents"]])
+    return done
 
 
 async def release_dependents(ex: Executor, ctx: EngineContext, job_ids: Sequence[str]) -> None:
@@ -261,126 +254,106 @@ async def fail_batch(ctx: EngineContext, items: Sequence[FailItem]) -> list[Item
     if not items:
         return []
     ctx.session.check()
-
-    async def body(tx: Executor) -> list[ItemOutcome | None]:
-        rows = await tx.fetch(
-            Q.job_lock_for_failure,
-            ctx.namespace,
-            [item.job_id for item in items],
-            [item.token for item in items],
-            ctx.broker_id,
-            ctx.session_id,
-        )
-        outcomes: list[ItemOutcome | None] = [None] * len(items)
-        retries: list[tuple[Any, ...]] = []
-        dead: list[DeadLetter] = []
-        for row in rows:
-            item = items[row["ord"] - 1]
-            opts = orjson.loads(row["opts"])
-            keep = int(opts.get("stack_trace_limit", STACK_KEEP_DEFAULT))
-            stack = _stack(item.stacktrace, keep)
-            decision = decide_failure(
-                attempts_before=row["attempts"],
-                max_attempts=row["max_attempts"],
-                backoff_type=row["backoff_type"],
-                backoff_ms=row["backoff_ms"],
-                backoff_max_ms=row["backoff_max_ms"],
-                unrecoverable=item.unrecoverable,
-            )
-            reason = decision.reason or "explicit_fail"
-            entry = _attempt_entry(row, reason if decision.dead_letter else "retry", item.error)
-            if decision.dead_letter:
-                dead.append(
-                    DeadLetter(
-                        row["id"],
-                        row["queue"],
-                        row["fence"],
-                        "active",
-                        reason,
-                        item.error,
-                        entry,
-                        1,
-                        stack,
-                    )
-                )
-            else:
-                payload = {
-                    "failedReason": item.error,
-                    "attemptsMade": row["attempts"] + 1,
-                    "terminal": False,
-                    "delay": decision.delay_ms,
-                }
-                retries.append(
-                    (
-                        row["id"],
-                        row["fence"],
-                        "active",
-                        decision.delay_ms,
-                        1,
-                        0,
-                        item.error,
-                        orjson.dumps(stack).decode() if stack else None,
-                        orjson.dumps(entry).decode(),
-                        "failed",
-                        orjson.dumps(payload).decode(),
-                        None,
-                    )
-                )
-            outcomes[row["ord"] - 1] = ItemOutcome(row["id"], True)
-        if retries:
-            await requeue(tx, ctx, retries)
-        if dead:
-            await dead_letter_locked(tx, ctx, dead)
-        return outcomes
-
-    outcomes = await in_transaction(ctx.db, body)
+    outcomes = await in_transaction(ctx.db, lambda tx: _record_failures_in(tx, ctx, items))
     missed = [i for i, outcome in enumerate(outcomes) if outcome is None]
     if missed:
         probe = await _probe(
             ctx, ctx.db, [items[i].job_id for i in missed], [items[i].token for i in missed]
         )
-        if probe and not probe[0]["session_live"]:
-            raise _fenced(ctx)
+        if probe:
+            ctx.session.confirm_live(probe[0]["session_live"])
         for row in probe:
             index = missed[row["ord"] - 1]
             outcomes[index] = ItemOutcome(items[index].job_id, False, _miss_reason(row))
     return [outcome for outcome in outcomes if outcome is not None]
 
 
-async def requeue(ex: Executor, ctx: EngineContext, rows: Sequence[tuple[Any, ...]]) -> list[Row]:
-    """Run ``job_requeue_many`` for tuples (id, fence, expected_state, delay_ms,
-    attempts_inc, stall_inc, error, stacktrace, attempt_entry, event_type,
-    event_payload, token)."""
-    columns = list(zip(*rows, strict=True))
-    return await ex.fetch(Q.job_requeue_many, ctx.namespace, *[list(c) for c in columns])
+async def _record_failures_in(
+    tx: Executor, ctx: EngineContext, items: Sequence[FailItem]
+) -> list[ItemOutcome | None]:
+    """Lock the failed jobs whose lease holds, then retry or dead-letter each;
+    None for an item whose job was not locked."""
+    rows = await tx.fetch(
+        Q.job_lock_for_failure,
+        ctx.namespace,
+        [item.job_id for item in items],
+        [item.token for item in items],
+        ctx.broker_id,
+        ctx.session_id,
+    )
+    outcomes: list[ItemOutcome | None] = [None] * len(items)
+    retries: list[RequeueRow] = []
+    dead: list[DeadLetter] = []
+    for row in rows:
+        item = items[row["ord"] - 1]
+        opts = orjson.loads(row["opts"])
+        keep = int(opts.get("stack_trace_limit", STACK_KEEP_DEFAULT))
+        stack = _stack(item.stacktrace, keep)
+        decision = decide_failure(
+            attempts_before=row["attempts"],
+            max_attempts=row["max_attempts"],
+            backoff_type=row["backoff_type"],
+            backoff_ms=row["backoff_ms"],
+            backoff_max_ms=row["backoff_max_ms"],
+            unrecoverable=item.unrecoverable,
+        )
+        reason = decision.reason or "explicit_fail"
+        entry = _attempt_entry(row, reason if decision.dead_letter else "retry", item.error)
+        if decision.dead_letter:
+            dead.append(
+                DeadLetter(
+                    row["id"],
+                    row["queue"],
+                    row["fence"],
+                    "active",
+                    reason,
+                    item.error,
+                    entry,
+                    1,
+                    stack,
+                )
+            )
+        else:
+            payload = {
+                "failedReason": item.error,
+                "attemptsMade": row["attempts"] + 1,
+                "terminal": False,
+                "delay": decision.delay_ms,
+            }
+            retries.append(
+                RequeueRow(
+                    row["id"],
+                    row["fence"],
+                    "active",
+                    "failed",
+                    payload,
+                    delay_ms=decision.delay_ms,
+                    attempts_inc=1,
+                    error=item.error,
+                    stacktrace=stack,
+                    attempt_entry=entry,
+                )
+            )
+        outcomes[row["ord"] - 1] = ItemOutcome(row["id"], True)
+    if retries:
+        await requeue(tx, ctx, retries)
+    if dead:
+        await dead_letter_locked(tx, ctx, dead)
+    return outcomes
+
+
+async def requeue(ex: Executor, ctx: EngineContext, rows: Sequence[RequeueRow]) -> list[Row]:
+    """Run ``job_requeue_many`` for ``rows``."""
+    return await ex.fetch(
+        Q.job_requeue_many, namespace=ctx.namespace, **column_arrays(RequeueRow, rows)
+    )
 
 
 async def dead_letter_locked(
     ex: Executor, ctx: EngineContext, jobs: Sequence[DeadLetter]
 ) -> list[Row]:
     """Move locked jobs to failed + DLQ, then apply their flows' failure policies."""
-    rows = await _finish(
-        ex,
-        ctx,
-        [
-            (
-                job.job_id,
-                None,
-                job.fence,
-                job.expected_state,
-                "failed",
-                None,
-                job.reason,
-                job.error,
-                orjson.dumps(job.stacktrace).decode() if job.stacktrace else None,
-                orjson.dumps(job.attempt_entry).decode() if job.attempt_entry else None,
-                job.attempts_inc,
-                None,
-            )
-            for job in jobs
-        ],
-        skip_with_dependents=False,
-    )
+    rows = await _finish(ex, ctx, [job.finish_row() for job in jobs], skip_with_dependents=False)
     await _propagate_failures(ex, ctx, [row for row in rows if row["has_dependents"]])
     return rows
 
@@ -435,27 +408,15 @@ async def complete_in(
     """Complete a job on ``tx``, a transaction the caller owns: the completion
     commits together with the caller's own writes, or not at all."""
     ctx.session.check()
-    row = (
-        job_id,
-        token,
-        parse_fence(token),
-        "active",
-        "completed",
-        encode_json(result, label="result", limit=ctx.config.max_payload_bytes, what="Job result"),
-        None,
-        None,
-        None,
-        None,
-        0,
-        None,
-    )
+    limit = ctx.config.max_payload_bytes
+    text = encode_json(result, label="result", limit=limit, what="Job result")
+    row = _completion(job_id, token, text)
     done = await _finish(tx, ctx, [row], skip_with_dependents=False)
     if done:
         await release_dependents(tx, ctx, [r["id"] for r in done if r["has_dependents"]])
         return
     [probe] = await _probe(ctx, tx, [job_id], [token])
-    if not probe["session_live"]:
-        raise _fenced(ctx)
+    ctx.session.confirm_live(probe["session_live"])
     reason = _miss_reason(probe)
     if reason == "already-finalized":
         raise AlreadyFinalized(job_id)

@@ -9,13 +9,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-import orjson
-
 from pgqueue.db.executor import Executor
 from pgqueue.db.queries import Q
 from pgqueue.db.retry import in_transaction
-from pgqueue.errors import BrokerFenced, ValidationError
-from pgqueue.manager.completion import parse_fence, requeue
+from pgqueue.errors import ValidationError
+from pgqueue.manager.completion import RequeueRow, parse_fence, requeue
 from pgqueue.manager.context import EngineContext
 from pgqueue.manager.models import ItemOutcome
 from pgqueue.vocabulary.checks import integer_fault
@@ -42,12 +40,12 @@ async def extend_leases(
             )
     rows = await ctx.db.fetch(
         Q.job_extend_leases,
-        ctx.namespace,
-        [job_id for job_id, _ in items],
-        [token for _, token in items],
-        durations,
-        ctx.broker_id,
-        ctx.session_id,
+        namespace=ctx.namespace,
+        ids=[job_id for job_id, _ in items],
+        tokens=[token for _, token in items],
+        durations_ms=durations,
+        broker_id=ctx.broker_id,
+        session_id=ctx.session_id,
     )
     renewed = {row["ord"] - 1 for row in rows}
     outcomes = [
@@ -63,9 +61,8 @@ async def extend_leases(
             ctx.broker_id,
             ctx.session_id,
         )
-        if live is not None and not live["session_live"]:
-            ctx.session.fenced.set()
-            raise BrokerFenced(f'broker "{ctx.broker_id}" is fenced: its session was taken over')
+        if live is not None:
+            ctx.session.confirm_live(live["session_live"])
     return outcomes
 
 
@@ -79,9 +76,9 @@ async def release_jobs(
     """
     if not items:
         return []
-    payload = orjson.dumps({"reason": reason, "prev": "active"}).decode()
+    payload = {"reason": reason, "prev": "active"}
     rows = [
-        (job_id, parse_fence(token), "active", 0, 0, 0, None, None, None, "retried", payload, token)
+        RequeueRow(job_id, parse_fence(token), "active", "retried", payload, token=token)
         for job_id, token in items
     ]
     done = await requeue(ctx.db, ctx, rows)
@@ -95,20 +92,18 @@ async def release_jobs(
 async def release_session_leases(ctx: EngineContext, *, batch: int = 1000) -> int:
     """Release every lease held through this broker session (graceful shutdown)."""
     total = 0
-    payload = orjson.dumps({"reason": "broker_shutdown", "prev": "active"}).decode()
-
-    async def body(tx: Executor) -> int:
-        locked = await tx.fetch(Q.job_lock_session_leases, ctx.namespace, ctx.session_id, batch)
-        if not locked:
-            return 0
-        rows = [
-            (row["id"], row["fence"], "active", 0, 0, 0, None, None, None, "retried", payload, None)
-            for row in locked
-        ]
-        return len(await requeue(tx, ctx, rows))
-
     while True:
-        released = await in_transaction(ctx.db, body)
+        released = await in_transaction(
+            ctx.db, lambda tx: _release_session_batch_in(tx, ctx, batch)
+        )
         total += released
         if released < batch:
             return total
+
+
+async def _release_session_batch_in(tx: Executor, ctx: EngineContext, batch: int) -> int:
+    """Give back up to ``batch`` of the jobs leased through this session."""
+    locked = await tx.fetch(Q.job_lock_session_leases, ctx.namespace, ctx.session_id, batch)
+    payload = {"reason": "broker_shutdown", "prev": "active"}
+    rows = [RequeueRow(row["id"], row["fence"], "active", "retried", payload) for row in locked]
+    return len(await requeue(tx, ctx, rows)) if rows else 0

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from pgqueue.errors import PgQueueError
 
@@ -14,6 +14,7 @@ __all__ = [
     "ItemOutcome",
     "Job",
     "JobCounts",
+    "OutcomeReason",
 ]
 
 JOB_STATES = (
@@ -144,6 +145,10 @@ class AckItem:
     where: str | None = None
 
 
+OutcomeReason = Literal["already-finalized", "lease-lost", "not-found"]
+"""Why an item of a batch was not applied (:attr:`ItemOutcome.reason`)."""
+
+
 @dataclass(frozen=True, slots=True)
 class ItemOutcome:
     """What happened to one item of a batch.
@@ -159,5 +164,5 @@ class ItemOutcome:
 
     job_id: str
     applied: bool
-    reason: str | None = None
+    reason: OutcomeReason | None = None
     error: PgQueueError | None = None

@@ -257,15 +257,15 @@ async def read_batch(
     delta = position.delta
     rows = await db.fetch(
         Q.event_read_delta,
-        config.namespace,
-        sorted(position.seen.running),
-        position.seen.xmax,
-        None if delta is None else delta.xmax,
-        [] if delta is None else sorted(delta.running),
-        position.upto.xid,
-        position.upto.id,
-        queue,
-        config.event_batch,
+        namespace=config.namespace,
+        running_xids=sorted(position.seen.running),
+        xmax=position.seen.xmax,
+        batch_xmax=None if delta is None else delta.xmax,
+        batch_running_xids=[] if delta is None else sorted(delta.running),
+        after_xid=position.upto.xid,
+        after_id=position.upto.id,
+        queue=queue,
+        limit=config.event_batch,
     )
     head = rows[0]
     if delta is None:

@@ -69,14 +69,14 @@ class BrokerSession(Service):
         while True:
             row = await self._db.fetchrow(
                 Q.session_register,
-                self.namespace,
-                self.broker_id,
-                self.session_id,
-                self._config.session_stale_ms,
-                me.hostname,
-                me.pid,
-                me.host_key,
-                me.start,
+                namespace=self.namespace,
+                broker_id=self.broker_id,
+                session_id=self.session_id,
+                stale_ms=self._config.session_stale_ms,
+                hostname=me.hostname,
+                pid=me.pid,
+                host_key=me.host_key,
+                process_start=me.start,
             )
             if row is not None:
                 return
@@ -125,14 +125,14 @@ class BrokerSession(Service):
     async def _take_over(self, old_session: str, me: ProcessIdentity) -> bool:
         row = await self._db.fetchrow(
             Q.session_take_over,
-            self.namespace,
-            self.broker_id,
-            self.session_id,
-            old_session,
-            me.hostname,
-            me.pid,
-            me.host_key,
-            me.start,
+            namespace=self.namespace,
+            broker_id=self.broker_id,
+            session_id=self.session_id,
+            old_session_id=old_session,
+            hostname=me.hostname,
+            pid=me.pid,
+            host_key=me.host_key,
+            process_start=me.start,
         )
         return row is not None
 
@@ -151,7 +151,18 @@ class BrokerSession(Service):
     def check(self) -> None:
         """Raise :class:`BrokerFenced` when this session is no longer live."""
         if self.fenced.is_set():
-            raise BrokerFenced(f'broker "{self.broker_id}" is fenced: its session was taken over')
+            raise self.fenced_error()
+
+    def confirm_live(self, live: bool) -> None:
+        """``live``: what a statement just read of this session's row
+        (``session_live``); a row gone fences this broker and raises."""
+        if not live:
+            raise self.fenced_error()
+
+    def fenced_error(self) -> BrokerFenced:
+        """Fence this broker (its session was taken over) and return the error to raise."""
+        self.fenced.set()
+        return BrokerFenced(f'broker "{self.broker_id}" is fenced: its session was taken over')
 
     async def run(self) -> None:
         if not self.started.is_set():  # a restart keeps the session it registered

@@ -2,47 +2,65 @@
 -- Admit a batch of jobs in one statement, with their 'pushed' outbox events,
 -- the queue registry rows and one NOTIFY hint.  Rows whose id (custom id) or
 -- live unique key already exists are skipped (ON CONFLICT DO NOTHING); the
--- caller resolves them.  $1 namespace, $2 ids (text[]).  Every other column is
--- given twice: an array aligned with the ids ($3..$27) and a scalar ($28..$52)
--- used when the array is NULL — a column whose value is the same for the whole
--- batch (most are, with default options) is sent once, not once per job.
--- Columns, in order: queue, name, data, priority, lifo, delay_ms, max_attempts,
--- backoff_type, backoff_ms, backoff_max_ms, timeout_ms, ttl_ms,
--- stall_timeout_ms, remove_on_complete, remove_on_fail, custom_id, unique_key,
--- unique_ttl_ms, group_id, parent_id, parent_queue, pending_deps,
--- has_dependents, opts, created_at_ms (NULL = now; the client's clock, shown
--- as createdAt only: the TTL deadline counts from the database clock).
+-- caller resolves them. :namespace, :ids (text[]). Every other column is given twice:
+-- an array aligned with the ids and a scalar (the same name + _batch) used when the
+-- array is NULL — a column whose value is the same for the whole batch (most are, with
+-- default options) is sent once, not once per job. The arrays, in order: :queue,
+-- :name, :data, :priority, :lifo, :delay_ms, :max_attempts, :backoff_type,
+-- :backoff_ms, :backoff_max_ms, :timeout_ms, :ttl_ms, :stall_timeout_ms,
+-- :remove_on_complete, :remove_on_fail, :custom_id, :unique_key, :unique_ttl_ms,
+-- :group_id, :parent_id, :parent_queue, :pending_deps, :has_dependents, :opts,
+-- :created_at_ms (created_at_ms NULL = now; the client's clock, shown as createdAt
+-- only: the TTL deadline counts from the database clock). The scalars: :queue_batch,
+-- :name_batch, :data_batch, :priority_batch, :lifo_batch, :delay_ms_batch,
+-- :max_attempts_batch, :backoff_type_batch, :backoff_ms_batch, :backoff_max_ms_batch,
+-- :timeout_ms_batch, :ttl_ms_batch, :stall_timeout_ms_batch,
+-- :remove_on_complete_batch, :remove_on_fail_batch, :custom_id_batch,
+-- :unique_key_batch, :unique_ttl_ms_batch, :group_id_batch, :parent_id_batch,
+-- :parent_queue_batch, :pending_deps_batch, :has_dependents_batch, :opts_batch,
+-- :created_at_ms_batch.
 WITH input AS (
     SELECT *
-    FROM unnest($2::text[], $3::text[], $4::text[], $5::json[], $6::int[], $7::bool[], $8::bigint[], $9::int[], $10::text[], $11::bigint[], $12::bigint[], $13::bigint[], $14::bigint[], $15::bigint[], $16::bool[], $17::bool[], $18::text[], $19::text[], $20::bigint[], $21::text[], $22::text[], $23::text[], $24::int[], $25::bool[], $26::jsonb[], $27::float8[])
-         WITH ORDINALITY AS t(id, queue, name, data, priority, lifo, delay_ms, max_attempts, backoff_type, backoff_ms, backoff_max_ms, timeout_ms, ttl_ms, stall_timeout_ms, remove_on_complete, remove_on_fail, custom_id, unique_key, unique_ttl_ms, group_id, parent_id, parent_queue, pending_deps, has_dependents, opts, created_at_ms, ord)
+    FROM unnest(:ids::text[], :queue::text[], :name::text[], :data::json[], :priority::int[],
+                :lifo::bool[], :delay_ms::bigint[], :max_attempts::int[], :backoff_type::text[],
+                :backoff_ms::bigint[], :backoff_max_ms::bigint[], :timeout_ms::bigint[],
+                :ttl_ms::bigint[], :stall_timeout_ms::bigint[], :remove_on_complete::bool[],
+                :remove_on_fail::bool[], :custom_id::text[], :unique_key::text[],
+                :unique_ttl_ms::bigint[], :group_id::text[], :parent_id::text[],
+                :parent_queue::text[], :pending_deps::int[], :has_dependents::bool[],
+                :opts::jsonb[], :created_at_ms::float8[])
+         WITH ORDINALITY AS t(id, queue, name, data, priority, lifo, delay_ms, max_attempts,
+                              backoff_type, backoff_ms, backoff_max_ms, timeout_ms, ttl_ms,
+                              stall_timeout_ms, remove_on_complete, remove_on_fail, custom_id,
+                              unique_key, unique_ttl_ms, group_id, parent_id, parent_queue,
+                              pending_deps, has_dependents, opts, created_at_ms, ord)
 ), stamped AS (
     SELECT i.id, i.ord,
-           coalesce(i.queue, $28::text) AS queue,
-           coalesce(i.name, $29::text) AS name,
-           coalesce(i.data, $30::json) AS data,
-           coalesce(i.priority, $31::int) AS priority,
-           coalesce(i.lifo, $32::bool) AS lifo,
-           coalesce(i.delay_ms, $33::bigint) AS delay_ms,
-           coalesce(i.max_attempts, $34::int) AS max_attempts,
-           coalesce(i.backoff_type, $35::text) AS backoff_type,
-           coalesce(i.backoff_ms, $36::bigint) AS backoff_ms,
-           coalesce(i.backoff_max_ms, $37::bigint) AS backoff_max_ms,
-           coalesce(i.timeout_ms, $38::bigint) AS timeout_ms,
-           coalesce(i.ttl_ms, $39::bigint) AS ttl_ms,
-           coalesce(i.stall_timeout_ms, $40::bigint) AS stall_timeout_ms,
-           coalesce(i.remove_on_complete, $41::bool) AS remove_on_complete,
-           coalesce(i.remove_on_fail, $42::bool) AS remove_on_fail,
-           coalesce(i.custom_id, $43::text) AS custom_id,
-           coalesce(i.unique_key, $44::text) AS unique_key,
-           coalesce(i.unique_ttl_ms, $45::bigint) AS unique_ttl_ms,
-           coalesce(i.group_id, $46::text) AS group_id,
-           coalesce(i.parent_id, $47::text) AS parent_id,
-           coalesce(i.parent_queue, $48::text) AS parent_queue,
-           coalesce(i.pending_deps, $49::int) AS pending_deps,
-           coalesce(i.has_dependents, $50::bool) AS has_dependents,
-           coalesce(i.opts, $51::jsonb) AS opts,
-           coalesce(i.created_at_ms, $52::float8) AS created_at_ms
+           coalesce(i.queue, :queue_batch::text) AS queue,
+           coalesce(i.name, :name_batch::text) AS name,
+           coalesce(i.data, :data_batch::json) AS data,
+           coalesce(i.priority, :priority_batch::int) AS priority,
+           coalesce(i.lifo, :lifo_batch::bool) AS lifo,
+           coalesce(i.delay_ms, :delay_ms_batch::bigint) AS delay_ms,
+           coalesce(i.max_attempts, :max_attempts_batch::int) AS max_attempts,
+           coalesce(i.backoff_type, :backoff_type_batch::text) AS backoff_type,
+           coalesce(i.backoff_ms, :backoff_ms_batch::bigint) AS backoff_ms,
+           coalesce(i.backoff_max_ms, :backoff_max_ms_batch::bigint) AS backoff_max_ms,
+           coalesce(i.timeout_ms, :timeout_ms_batch::bigint) AS timeout_ms,
+           coalesce(i.ttl_ms, :ttl_ms_batch::bigint) AS ttl_ms,
+           coalesce(i.stall_timeout_ms, :stall_timeout_ms_batch::bigint) AS stall_timeout_ms,
+           coalesce(i.remove_on_complete, :remove_on_complete_batch::bool) AS remove_on_complete,
+           coalesce(i.remove_on_fail, :remove_on_fail_batch::bool) AS remove_on_fail,
+           coalesce(i.custom_id, :custom_id_batch::text) AS custom_id,
+           coalesce(i.unique_key, :unique_key_batch::text) AS unique_key,
+           coalesce(i.unique_ttl_ms, :unique_ttl_ms_batch::bigint) AS unique_ttl_ms,
+           coalesce(i.group_id, :group_id_batch::text) AS group_id,
+           coalesce(i.parent_id, :parent_id_batch::text) AS parent_id,
+           coalesce(i.parent_queue, :parent_queue_batch::text) AS parent_queue,
+           coalesce(i.pending_deps, :pending_deps_batch::int) AS pending_deps,
+           coalesce(i.has_dependents, :has_dependents_batch::bool) AS has_dependents,
+           coalesce(i.opts, :opts_batch::jsonb) AS opts,
+           coalesce(i.created_at_ms, :created_at_ms_batch::float8) AS created_at_ms
     FROM input i
 ), dated AS (
     SELECT s.*,
@@ -55,7 +73,7 @@ WITH input AS (
         timeout_ms, ttl_ms, stall_timeout_ms, remove_on_complete, remove_on_fail,
         custom_id, unique_key, unique_expires_at, group_id, parent_id, parent_queue,
         pending_deps, has_dependents, opts)
-    SELECT $1, s.id, s.queue, s.name, s.data,
+    SELECT :namespace, s.id, s.queue, s.name, s.data,
            CASE WHEN s.pending_deps > 0 THEN 'waiting-children' ELSE 'pending' END,
            s.priority, s.lifo,
            CASE WHEN s.lifo THEN nextval('pgqueue_lifo_seq') END,
@@ -74,11 +92,11 @@ WITH input AS (
     RETURNING id, queue, name, state, run_at, priority
 ), registered AS (
     INSERT INTO pgqueue_queues (namespace, queue)
-    SELECT DISTINCT $1, queue FROM inserted
+    SELECT DISTINCT :namespace, queue FROM inserted
     ON CONFLICT DO NOTHING
 ), events AS (
     INSERT INTO pgqueue_events (namespace, queue, job_id, type, payload)
-    SELECT $1, n.queue, n.id, 'pushed',
+    SELECT :namespace, n.queue, n.id, 'pushed',
            jsonb_build_object(
                'name', n.name,
                'state', CASE WHEN n.state = 'waiting-children' THEN 'waiting-children'
@@ -90,7 +108,7 @@ WITH input AS (
     FROM inserted n
     RETURNING id, queue
 ), notified AS (
-    -- include: notify_hint(namespace=$1)
+    -- include: notify_hint(namespace=:namespace)
 )
 SELECT n.id
 FROM inserted n, (SELECT count(*) FROM notified) AS hint

@@ -1,39 +1,40 @@
 -- name: job_claim_batch
--- Claim up to $3 due jobs of queue $2 in one statement: lock in claim order
+-- Claim due jobs of a queue in one statement (:namespace, :queue, at most
+-- :count): lock in claim order
 -- with SKIP LOCKED (the CTE is the fence that keeps LIMIT and locking
 -- together), then lease them on the database clock and bump each fence.
 -- Nothing is claimed when the broker session is not live or the queue is
 -- paused.  The token is "<fence>:<uuid>", the uuid derived from the job's
 -- secret token_salt and the fence: the database can later tell a token it
--- issued from a forged one (job_outcome_probe).  $1 namespace, $2 queue, $3 count, $4 owner, $5 broker_id,
--- $6 session_id, $7 lease_ms (NULL: the queue's stall config stallInterval,
--- else $8, the broker's default).  The first lease of a claim lasts at least
+-- issued from a forged one (job_outcome_probe).  :namespace, :queue, :count, :owner, :broker_id,
+-- :session_id, :lease_ms (NULL: the queue's stall config stallInterval,
+-- else :default_lease_ms, the broker's default).  The first lease of a claim lasts at least
 -- the queue's gracePeriod; every lease ends by the job's timeout.
 -- Always returns at least one row: session_live, then the claimed job's
 -- columns (NULL when nothing was claimed).
 WITH session AS (
     SELECT EXISTS (SELECT 1 FROM pgqueue_brokers b
-                   WHERE b.namespace = $1 AND b.broker_id = $5 AND b.session_id = $6::uuid)
+                   WHERE b.namespace = :namespace AND b.broker_id = :broker_id AND b.session_id = :session_id::uuid)
            AS live
 ), settings AS (
-    SELECT coalesce($7::bigint, (q.stall_config ->> 'stallInterval')::bigint, $8::bigint)
+    SELECT coalesce(:lease_ms::bigint, (q.stall_config ->> 'stallInterval')::bigint, :default_lease_ms::bigint)
                AS lease_ms,
            coalesce((q.stall_config ->> 'gracePeriod')::bigint, 0) AS grace_ms
     FROM (SELECT 1) AS one
-    LEFT JOIN pgqueue_queues q ON q.namespace = $1 AND q.queue = $2
+    LEFT JOIN pgqueue_queues q ON q.namespace = :namespace AND q.queue = :queue
 ), locked AS (
     SELECT j.id
     FROM pgqueue_jobs j
-    WHERE j.namespace = $1
-      AND j.queue = $2
+    WHERE j.namespace = :namespace
+      AND j.queue = :queue
       AND j.state = 'pending'
       AND j.run_at <= statement_timestamp()
       AND (j.expires_at IS NULL OR j.expires_at > statement_timestamp())
       AND (SELECT live FROM session)
       AND NOT EXISTS (SELECT 1 FROM pgqueue_queues q
-                      WHERE q.namespace = $1 AND q.queue = $2 AND q.paused)
+                      WHERE q.namespace = :namespace AND q.queue = :queue AND q.paused)
     ORDER BY j.priority DESC, j.sort_key, j.id
-    LIMIT $3
+    LIMIT :count
     FOR UPDATE SKIP LOCKED
 ), claimed AS (
     UPDATE pgqueue_jobs j
@@ -41,9 +42,9 @@ WITH session AS (
         fence = j.fence + 1,
         lease_token = (j.fence + 1)::text || ':'
             || md5(j.token_salt::text || ':' || (j.fence + 1)::text)::uuid::text,
-        lease_owner = $4,
-        lease_broker = $5,
-        lease_session = $6::uuid,
+        lease_owner = :owner,
+        lease_broker = :broker_id,
+        lease_session = :session_id::uuid,
         started_at = statement_timestamp(),
         lease_until = statement_timestamp()
             + least(greatest(1, s.lease_ms, s.grace_ms),
@@ -51,12 +52,12 @@ WITH session AS (
                     coalesce(j.stall_timeout_ms, greatest(1, s.lease_ms, s.grace_ms)))
               * interval '1 millisecond'
     FROM locked, settings s
-    WHERE j.namespace = $1 AND j.id = locked.id
+    WHERE j.namespace = :namespace AND j.id = locked.id
     RETURNING j.*
 ), events AS (
     INSERT INTO pgqueue_events (namespace, queue, job_id, type, payload)
-    SELECT $1, c.queue, c.id, 'active',
-           jsonb_build_object('attempt', c.attempts + 1, 'broker', $5::text)
+    SELECT :namespace, c.queue, c.id, 'active',
+           jsonb_build_object('attempt', c.attempts + 1, 'broker', :broker_id::text)
     FROM claimed c
 )
 SELECT s.live AS session_live, c.*

@@ -4,33 +4,35 @@
 -- the outbox gets their events, with one NOTIFY hint.  Every row is a
 -- compare-and-set on (id, state, fence) and, when a token is given, on the
 -- token and an unexpired lease (database clock).  A newer generation of the
--- same id replaces an older finished row.  Aligned arrays:
--- $2 id, $3 token (NULL: validated under lock by the caller), $4 fence,
--- $5 expected state, $6 outcome ('completed' | 'failed'), $7 result,
--- $8 failed reason, $9 error, $10 stacktrace, $11 attempt entry (NULL: none),
--- $12 attempts increment, $15 remove override (NULL: the job's own option).
--- $1 namespace, $13 broker_id, $14 session_id, $16 skip jobs that have
--- dependents (the fast path: their completion must also release dependents,
--- in a second statement with a fresh snapshot; see completion.py).
+-- same id replaces an older finished row.  :namespace; aligned arrays, one
+-- element per job (the fields of write_rows.FinishRow): :id, :token (NULL:
+-- validated under lock by the caller), :fence, :expected_state, :outcome
+-- ('completed' | 'failed'), :result, :failed_reason, :error, :stacktrace,
+-- :attempt_entry (NULL: none), :attempts_inc; then :broker_id, :session_id,
+-- :remove (an array: NULL is the job's own option), :skip_with_dependents skip
+-- jobs that have dependents (the fast path: their completion must also release
+-- dependents, in a second statement with a fresh snapshot; see completion.py).
 WITH input AS (
     SELECT *
-    FROM unnest($2::text[], $3::text[], $4::bigint[], $5::text[], $6::text[], $7::json[],
-                $8::text[], $9::text[], $10::json[], $11::jsonb[], $12::int[], $15::bool[])
+    FROM unnest(:id::text[], :token::text[], :fence::bigint[], :expected_state::text[],
+                :outcome::text[], :result::json[], :failed_reason::text[], :error::text[],
+                :stacktrace::json[], :attempt_entry::jsonb[], :attempts_inc::int[],
+                :remove::bool[])
          WITH ORDINALITY AS t(id, token, fence, expected_state, outcome, result,
                               failed_reason, error, stacktrace, attempt_entry,
                               attempts_inc, remove, ord)
 ), done AS (
     DELETE FROM pgqueue_jobs j
     USING input i
-    WHERE j.namespace = $1
+    WHERE j.namespace = :namespace
       AND j.id = i.id
       AND j.state = i.expected_state
       AND j.fence = i.fence
       AND (i.token IS NULL
            OR (j.lease_token = i.token AND j.lease_until > statement_timestamp()))
-      AND NOT ($16::bool AND j.has_dependents)
+      AND NOT (:skip_with_dependents::bool AND j.has_dependents)
       AND EXISTS (SELECT 1 FROM pgqueue_brokers b
-                  WHERE b.namespace = $1 AND b.broker_id = $13 AND b.session_id = $14::uuid)
+                  WHERE b.namespace = :namespace AND b.broker_id = :broker_id AND b.session_id = :session_id::uuid)
     RETURNING j.*, i.ord AS ord, i.outcome AS outcome, i.result AS result,
               i.failed_reason AS failed_reason, i.error AS error_text,
               i.stacktrace AS new_stacktrace,
@@ -47,7 +49,7 @@ WITH input AS (
         custom_id, unique_key, group_id, parent_id, parent_queue, stall_count, fence,
         progress, progress_message, attempt_log, result, failed_reason, error, stacktrace,
         removed, opts, token_salt)
-    SELECT $1, d.id, d.queue, d.name, d.data, d.outcome, d.priority, d.lifo, d.created_at,
+    SELECT :namespace, d.id, d.queue, d.name, d.data, d.outcome, d.priority, d.lifo, d.created_at,
            d.started_at, statement_timestamp(), d.new_attempts, d.max_attempts,
            d.backoff_type, d.backoff_ms, d.backoff_max_ms, d.timeout_ms, d.ttl_ms,
            d.stall_timeout_ms, d.remove_on_complete, d.remove_on_fail, d.custom_id,
@@ -78,7 +80,7 @@ WITH input AS (
 ), dead_lettered AS (
     INSERT INTO pgqueue_dlq AS q (namespace, job_id, queue, reason, error, entered_at, attempts,
                                   retry_count, last_retry_at)
-    SELECT $1, d.id, d.queue, d.failed_reason, d.error_text,
+    SELECT :namespace, d.id, d.queue, d.failed_reason, d.error_text,
            coalesce(d.dlq_entered_at, statement_timestamp()), d.new_attempt_log,
            d.dlq_retry_count, d.dlq_last_retry_at
     FROM done d
@@ -90,7 +92,7 @@ WITH input AS (
         next_retry_at = NULL
 ), events AS (
     INSERT INTO pgqueue_events (namespace, queue, job_id, type, payload)
-    SELECT $1, d.queue, d.id, d.outcome,
+    SELECT :namespace, d.queue, d.id, d.outcome,
            CASE WHEN d.outcome = 'completed' THEN
                     CASE WHEN pg_column_size(d.result) <= 16384
                          THEN json_build_object('returnvalue', d.result, 'duration', (extract(
@@ -102,12 +104,12 @@ WITH input AS (
            END
     FROM done d
     UNION ALL
-    SELECT $1, d.queue, d.id, 'dlq', json_build_object('reason', d.failed_reason)
+    SELECT :namespace, d.queue, d.id, 'dlq', json_build_object('reason', d.failed_reason)
     FROM done d
     WHERE d.outcome = 'failed' AND NOT d.removed
     RETURNING id, queue
 ), notified AS (
-    -- include: notify_hint(namespace=$1)
+    -- include: notify_hint(namespace=:namespace)
 )
 SELECT d.ord, d.id, d.queue, d.outcome, d.has_dependents, d.parent_id, d.parent_queue,
        d.opts, d.failed_reason
@@ -132,14 +134,16 @@ FOR UPDATE OF j
 -- Send jobs back to pending (retry with backoff, stall, release, delay), each a
 -- compare-and-set on (id, state, fence) and, when a token is given, on the
 -- token and an unexpired lease.  One outbox event each and one NOTIFY hint.
--- Aligned arrays: $2 id, $3 fence, $4 expected state, $5 delay_ms,
--- $6 attempts increment, $7 stall increment, $8 error, $9 stacktrace,
--- $10 attempt entry, $11 event type, $12 event payload, $13 token.
--- $1 namespace.
+-- :namespace; aligned arrays, one element per job (the fields of
+-- write_rows.RequeueRow): :id, :fence, :expected_state, :delay_ms,
+-- :attempts_inc, :stall_inc, :error, :stacktrace, :attempt_entry, :event_type,
+-- :event_payload, :token (NULL: no token check).
 WITH input AS (
     SELECT *
-    FROM unnest($2::text[], $3::bigint[], $4::text[], $5::bigint[], $6::int[], $7::int[],
-                $8::text[], $9::json[], $10::jsonb[], $11::text[], $12::json[], $13::text[])
+    FROM unnest(:id::text[], :fence::bigint[], :expected_state::text[], :delay_ms::bigint[],
+                :attempts_inc::int[], :stall_inc::int[], :error::text[], :stacktrace::json[],
+                :attempt_entry::jsonb[], :event_type::text[], :event_payload::json[],
+                :token::text[])
          WITH ORDINALITY AS t(id, fence, expected_state, delay_ms, attempts_inc, stall_inc,
                               error, stacktrace, attempt_entry, event_type, event_payload,
                               token, ord)
@@ -159,7 +163,7 @@ WITH input AS (
         lease_session = NULL,
         lease_until = NULL
     FROM input i
-    WHERE j.namespace = $1
+    WHERE j.namespace = :namespace
       AND j.id = i.id
       AND j.state = i.expected_state
       AND j.fence = i.fence
@@ -168,10 +172,10 @@ WITH input AS (
     RETURNING j.id, j.queue, j.run_at, i.ord, i.event_type, i.event_payload
 ), events AS (
     INSERT INTO pgqueue_events (namespace, queue, job_id, type, payload)
-    SELECT $1, r.queue, r.id, r.event_type, r.event_payload FROM requeued r
+    SELECT :namespace, r.queue, r.id, r.event_type, r.event_payload FROM requeued r
     RETURNING id, queue
 ), notified AS (
-    -- include: notify_hint(namespace=$1)
+    -- include: notify_hint(namespace=:namespace)
 )
 SELECT r.ord, r.id, r.queue, (extract(epoch FROM r.run_at) * 1000)::float8 AS run_at
 FROM requeued r, (SELECT count(*) FROM notified) AS hint

@@ -6,33 +6,33 @@
 -- duration counts as renewed without a write: a worker's heartbeat right after
 -- its pull (bunqueue's TS worker sends one) then does not wait on the row
 -- locks of its own acks.  Nothing is renewed when the broker session is not
--- live.  $1 namespace, $2 ids, $3 tokens, $4 durations_ms, $5 broker_id,
--- $6 session_id.
+-- live.  :namespace, :ids, :tokens, :durations_ms, :broker_id,
+-- :session_id.
 WITH input AS (
-    SELECT * FROM unnest($2::text[], $3::text[], $4::bigint[])
+    SELECT * FROM unnest(:ids::text[], :tokens::text[], :durations_ms::bigint[])
                   WITH ORDINALITY AS t(id, token, duration_ms, ord)
 ), valid AS (
     SELECT i.ord, i.id, i.token, greatest(i.duration_ms, 1) AS duration_ms, j.lease_until,
-           (j.lease_session = $6::uuid
+           (j.lease_session = :session_id::uuid
             AND j.lease_until >= statement_timestamp()
                 + greatest(i.duration_ms, 1) * 0.75 * interval '1 millisecond') AS fresh
     FROM input i
-    JOIN pgqueue_jobs j ON j.namespace = $1 AND j.id = i.id
+    JOIN pgqueue_jobs j ON j.namespace = :namespace AND j.id = i.id
     WHERE j.state = 'active'
       AND j.lease_token = i.token
       AND j.lease_until > statement_timestamp()
       AND EXISTS (SELECT 1 FROM pgqueue_brokers b
-                  WHERE b.namespace = $1 AND b.broker_id = $5 AND b.session_id = $6::uuid)
+                  WHERE b.namespace = :namespace AND b.broker_id = :broker_id AND b.session_id = :session_id::uuid)
 ), renewed AS (
     UPDATE pgqueue_jobs j
     SET lease_until = least(
             statement_timestamp() + v.duration_ms * interval '1 millisecond',
             coalesce(j.started_at + j.timeout_ms * interval '1 millisecond', 'infinity')),
-        lease_broker = $5,
-        lease_session = $6::uuid
+        lease_broker = :broker_id,
+        lease_session = :session_id::uuid
     FROM valid v
     WHERE NOT v.fresh
-      AND j.namespace = $1
+      AND j.namespace = :namespace
       AND j.id = v.id
       AND j.state = 'active'
       AND j.lease_token = v.token

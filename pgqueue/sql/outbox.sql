@@ -18,47 +18,47 @@ HAVING count(*) > 0
 SELECT pg_current_snapshot()::text AS snapshot
 
 -- name: event_read_delta
--- The events a reader has not seen yet, in (xid, id) order.  The reader has
+-- The events a reader has not seen yet, in (xid, id) order (:namespace).  The reader has
 -- seen every event of the transactions finished in its snapshot S (given as
--- $2 its running xids, $3 its xmax): what is new belongs to a transaction S
+-- :running_xids its running xids, :xmax its xmax): what is new belongs to a transaction S
 -- counted as running (part a: a few index lookups) or that began after S
--- (part b: a range from $3 on).  A read in batches takes the snapshot N of its
--- first statement (returned in `snapshot`) and keeps to it: $4 N's xmax and
--- $5 its running xids (NULL for the first batch: this statement's own
--- snapshot), after the position ($6 xid, $7 id) where the last batch ended.
--- $8 queue (NULL = all), $9 limit.  A long transaction anywhere never holds
--- this read back: it only stays in the running xids.  $1 namespace.
+-- (part b: a range from :xmax on).  A read in batches takes the snapshot N of its
+-- first statement (returned in `snapshot`) and keeps to it: :batch_xmax N's xmax and
+-- :batch_running_xids its running xids (NULL for the first batch: this statement's own
+-- snapshot), after the position (:after_xid xid, :after_id id) where the last batch ended.
+-- :queue (NULL = all), :limit.  A long transaction anywhere never holds
+-- this read back: it only stays in the running xids.  :namespace.
 -- `pruned` (read in the same snapshot as the rows) is the highest transaction
 -- whose events of the queue(s) retention deleted: the reader lost events when
 -- it had not seen that one yet.  `now_ms`: the database clock.
 WITH now AS (
     SELECT pg_current_snapshot()::text AS snapshot,
            (SELECT max(m.xid) FROM pgqueue_event_prune_marks m
-            WHERE m.namespace = $1 AND ($8::text IS NULL OR m.queue = $8::text)) AS pruned,
+            WHERE m.namespace = :namespace AND (:queue::text IS NULL OR m.queue = :queue::text)) AS pruned,
            (extract(epoch FROM statement_timestamp()) * 1000)::float8 AS now_ms
 ), fresh AS (
     (SELECT e.id, e.xid, e.queue, e.job_id, e.type, e.payload, e.created_at
      FROM pgqueue_events e
-     WHERE e.namespace = $1
-       AND e.xid = ANY($2::bigint[])
-       AND (e.xid, e.id) > ($6::bigint, $7::bigint)
-       AND ($4::bigint IS NULL OR (e.xid < $4::bigint AND e.xid <> ALL($5::bigint[])))
-       AND ($8::text IS NULL OR e.queue = $8::text)
+     WHERE e.namespace = :namespace
+       AND e.xid = ANY(:running_xids::bigint[])
+       AND (e.xid, e.id) > (:after_xid::bigint, :after_id::bigint)
+       AND (:batch_xmax::bigint IS NULL OR (e.xid < :batch_xmax::bigint AND e.xid <> ALL(:batch_running_xids::bigint[])))
+       AND (:queue::text IS NULL OR e.queue = :queue::text)
      ORDER BY e.xid, e.id
-     LIMIT $9)
+     LIMIT :limit)
     UNION ALL
     (SELECT e.id, e.xid, e.queue, e.job_id, e.type, e.payload, e.created_at
      FROM pgqueue_events e
-     WHERE e.namespace = $1
-       AND (e.xid, e.id) > (greatest($3::bigint - 1, $6::bigint),
-                            CASE WHEN $3::bigint - 1 >= $6::bigint THEN 9223372036854775807
-                                 ELSE $7::bigint END)
-       AND ($4::bigint IS NULL OR (e.xid < $4::bigint AND e.xid <> ALL($5::bigint[])))
-       AND ($8::text IS NULL OR e.queue = $8::text)
+     WHERE e.namespace = :namespace
+       AND (e.xid, e.id) > (greatest(:xmax::bigint - 1, :after_xid::bigint),
+                            CASE WHEN :xmax::bigint - 1 >= :after_xid::bigint THEN 9223372036854775807
+                                 ELSE :after_id::bigint END)
+       AND (:batch_xmax::bigint IS NULL OR (e.xid < :batch_xmax::bigint AND e.xid <> ALL(:batch_running_xids::bigint[])))
+       AND (:queue::text IS NULL OR e.queue = :queue::text)
      ORDER BY e.xid, e.id
-     LIMIT $9)
+     LIMIT :limit)
     ORDER BY xid, id
-    LIMIT $9
+    LIMIT :limit
 )
 SELECT now.snapshot, now.pruned, now.now_ms, f.id, f.xid, f.queue, f.job_id, f.type, f.payload,
        (extract(epoch FROM f.created_at) * 1000)::float8 AS ts

@@ -1,12 +1,12 @@
 -- name: session_register
 -- Register a broker session; take over the broker id when its holder is stale.
--- $1 namespace, $2 broker_id, $3 session_id, $4 stale_ms, $5 hostname, $6 pid,
--- $7 host_key, $8 process_start (see liveness.py).
+-- :namespace, :broker_id, :session_id, :stale_ms, :hostname, :pid,
+-- :host_key, :process_start (see liveness.py).
 -- Returns no row when a live session of another process holds the id.
 INSERT INTO pgqueue_brokers AS b
     (namespace, broker_id, session_id, started_at, heartbeat_at, hostname, pid, host_key,
      process_start)
-VALUES ($1, $2, $3::uuid, clock_timestamp(), clock_timestamp(), $5, $6, $7, $8)
+VALUES (:namespace, :broker_id, :session_id::uuid, clock_timestamp(), clock_timestamp(), :hostname, :pid, :host_key, :process_start)
 ON CONFLICT (namespace, broker_id) DO UPDATE
     SET session_id = EXCLUDED.session_id,
         started_at = EXCLUDED.started_at,
@@ -16,7 +16,7 @@ ON CONFLICT (namespace, broker_id) DO UPDATE
         host_key = EXCLUDED.host_key,
         process_start = EXCLUDED.process_start
     WHERE b.session_id = EXCLUDED.session_id
-       OR b.heartbeat_at <= clock_timestamp() - $4::bigint * interval '1 millisecond'
+       OR b.heartbeat_at <= clock_timestamp() - :stale_ms::bigint * interval '1 millisecond'
 RETURNING session_id
 
 -- name: session_holder_get
@@ -28,19 +28,19 @@ FROM pgqueue_brokers
 WHERE namespace = $1 AND broker_id = $2
 
 -- name: session_take_over
--- Replace the session $4 of broker id $2 (its process is provably gone) by ours.
+-- Replace the old session of a broker id (its process is provably gone) by ours.
 -- Compare-and-set on the old session id: no row when it changed meanwhile.
--- $1 namespace, $2 broker_id, $3 new session_id, $4 old session_id, $5 hostname,
--- $6 pid, $7 host_key, $8 process_start.
+-- :namespace, :broker_id, :session_id new session_id, :old_session_id old session_id, :hostname,
+-- :pid, :host_key, :process_start.
 UPDATE pgqueue_brokers
-SET session_id = $3::uuid,
+SET session_id = :session_id::uuid,
     started_at = clock_timestamp(),
     heartbeat_at = clock_timestamp(),
-    hostname = $5,
-    pid = $6,
-    host_key = $7,
-    process_start = $8
-WHERE namespace = $1 AND broker_id = $2 AND session_id = $4::uuid
+    hostname = :hostname,
+    pid = :pid,
+    host_key = :host_key,
+    process_start = :process_start
+WHERE namespace = :namespace AND broker_id = :broker_id AND session_id = :old_session_id::uuid
 RETURNING session_id
 
 -- name: session_heartbeat

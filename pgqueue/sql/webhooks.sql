@@ -30,26 +30,26 @@ SET position = pg_current_snapshot()::text,
 WHERE c.namespace = $1
 
 -- name: webhook_fanout_match
--- Which enabled webhooks want which of the outbox events read by the fan-out
--- (aligned arrays: $2 event ids, $3 their xids, $4 queues, $5 outbox types):
--- mapped to its webhook event by the aligned arrays $6 (outbox types) and $7
+-- Which enabled webhooks (:namespace) want which of the outbox events read by the fan-out
+-- (aligned arrays: :event_ids, :xids their xids, :queues, :types outbox types):
+-- mapped to its webhook event by the aligned arrays :map_types (outbox types) and :map_events
 -- (webhook events), of the webhook's queue (or any), committed after the
 -- webhook was registered (not visible in its registration snapshot), and
 -- with no delivery for that webhook yet.  One row per event some webhook
--- wants, in (xid, id) order.  $1 namespace.
+-- wants, in (xid, id) order.  :namespace.
 SELECT b.id, m.event, hooks.ids AS webhook_ids
-FROM unnest($2::bigint[], $3::bigint[], $4::text[], $5::text[]) AS b(id, xid, queue, type)
-JOIN unnest($6::text[], $7::text[]) AS m(kind, event) ON m.kind = b.type
+FROM unnest(:event_ids::bigint[], :xids::bigint[], :queues::text[], :types::text[]) AS b(id, xid, queue, type)
+JOIN unnest(:map_types::text[], :map_events::text[]) AS m(kind, event) ON m.kind = b.type
 CROSS JOIN LATERAL (
     SELECT array_agg(w.id ORDER BY w.id) AS ids
     FROM pgqueue_webhooks w
-    WHERE w.namespace = $1
+    WHERE w.namespace = :namespace
       AND w.enabled
       AND m.event = ANY (w.events)
       AND (w.queue IS NULL OR w.queue = b.queue)
       AND NOT pg_visible_in_snapshot(b.xid::text::xid8, w.created_snapshot)
       AND NOT EXISTS (SELECT 1 FROM pgqueue_webhook_deliveries d
-                      WHERE d.namespace = $1 AND d.webhook_id = w.id
+                      WHERE d.namespace = :namespace AND d.webhook_id = w.id
                         AND d.event_id = b.id)
 ) AS hooks
 WHERE hooks.ids IS NOT NULL
@@ -57,16 +57,16 @@ ORDER BY b.xid, b.id
 
 -- name: webhook_delivery_queue
 -- Queue deliveries; one already queued for the same (webhook, event) is kept
--- as it is.  Aligned arrays: $2 delivery ids, $3 webhook ids, $4 event ids,
--- $5 webhook events, $6 queues, $7 job ids, $8 bodies, $9 event times (ms).
--- $1 namespace, $10 max attempts.  Returns how many were queued.
+-- as it is (:namespace).  Aligned arrays: :ids delivery ids, :webhook_ids, :event_ids,
+-- :events webhook events, :queues, :job_ids, :bodies, :times_ms event times (ms).
+-- :namespace, :max_attempts.  Returns how many were queued.
 WITH queued AS (
     INSERT INTO pgqueue_webhook_deliveries AS d (
         namespace, id, webhook_id, event_id, event, queue, job_id, event_at, body, max_attempts)
-    SELECT $1, i.id, i.webhook_id, i.event_id, i.event, i.queue, i.job_id,
-           to_timestamp(i.ts / 1000), i.body, $10::int
-    FROM unnest($2::text[], $3::text[], $4::bigint[], $5::text[], $6::text[], $7::text[],
-                $8::text[], $9::float8[])
+    SELECT :namespace, i.id, i.webhook_id, i.event_id, i.event, i.queue, i.job_id,
+           to_timestamp(i.ts / 1000), i.body, :max_attempts::int
+    FROM unnest(:ids::text[], :webhook_ids::text[], :event_ids::bigint[], :events::text[], :queues::text[], :job_ids::text[],
+                :bodies::text[], :times_ms::float8[])
          AS i(id, webhook_id, event_id, event, queue, job_id, body, ts)
     ON CONFLICT (namespace, webhook_id, event_id) DO NOTHING
     RETURNING 1
@@ -180,13 +180,13 @@ RETURNING d.id, d.webhook_id, d.event, d.body, d.attempts, d.max_attempts,
 -- name: webhook_delivery_record
 -- Record attempts, each a compare-and-set on the claim's lease token (the
 -- late result of a claim that was taken over changes nothing).  Aligned
--- arrays: $2 delivery ids, $3 lease tokens, $4 outcomes ('delivered' |
--- 'retry' | 'failed'), $5 HTTP status codes, $6 errors, $7 retry delays (ms).
--- Counts successes and final failures on the webhooks.  $1 namespace.
+-- arrays (:namespace): :ids delivery ids, :lease_tokens, :outcomes ('delivered' |
+-- 'retry' | 'failed'), :status_codes HTTP status codes, :errors, :delays_ms retry delays (ms).
+-- Counts successes and final failures on the webhooks.  :namespace.
 -- Returns the ids recorded.
 WITH input AS (
     SELECT *
-    FROM unnest($2::text[], $3::uuid[], $4::text[], $5::int[], $6::text[], $7::bigint[])
+    FROM unnest(:ids::text[], :lease_tokens::uuid[], :outcomes::text[], :status_codes::int[], :errors::text[], :delays_ms::bigint[])
          AS i(id, token, outcome, status_code, error, delay_ms)
 ), recorded AS (
     UPDATE pgqueue_webhook_deliveries d
@@ -198,7 +198,7 @@ WITH input AS (
         last_error = i.error,
         delivered_at = CASE WHEN i.outcome = 'delivered' THEN statement_timestamp() END
     FROM input i
-    WHERE d.namespace = $1 AND d.id = i.id AND d.status = 'delivering' AND d.lease_token = i.token
+    WHERE d.namespace = :namespace AND d.id = i.id AND d.status = 'delivering' AND d.lease_token = i.token
     RETURNING d.id, d.webhook_id, i.outcome
 ), counted AS (
     UPDATE pgqueue_webhooks w
@@ -211,7 +211,7 @@ WITH input AS (
                  count(*) FILTER (WHERE r.outcome = 'failed') AS failed
           FROM recorded r
           GROUP BY r.webhook_id) c
-    WHERE w.namespace = $1 AND w.id = c.webhook_id
+    WHERE w.namespace = :namespace AND w.id = c.webhook_id
 )
 SELECT r.id FROM recorded r
 

@@ -52,8 +52,8 @@ def not_active(state: str) -> InvalidState:
 
 
 def fenced(ctx: EngineContext) -> BrokerFenced:
-    ctx.session.fenced.set()
-    return BrokerFenced(f'broker "{ctx.broker_id}" is fenced: its session was taken over')
+    """The error of a write that found this broker's session gone (now fenced)."""
+    return ctx.session.fenced_error()
 
 
 async def explain_miss(
@@ -67,8 +67,8 @@ async def explain_miss(
     found = await probe(ctx, job_id, token)
     if found is None:
         raise JobNotFound(job_id, not_found)
-    if token is not None and not found.session_live:
-        raise fenced(ctx)
+    if token is not None:
+        ctx.session.confirm_live(found.session_live)
     if found.state != "active":
         raise not_active(found.state)
     if token is not None and not found.lease_valid:
