@@ -65,6 +65,7 @@ def job_view(job: Job, *, with_state: bool = False) -> dict[str, Any]:
         "continueParentOnFailure": bool(options.get("continue_parent_on_failure")),
         "ignoreDependencyOnFailure": bool(options.get("ignore_dependency_on_failure")),
         "timeline": [],
+        "attemptLog": list(job.attempt_log),
     }
     if with_state:
         wire["state"] = job.state

@@ -26,7 +26,7 @@ BUILDERS = {
 @pytest.mark.parametrize("kind", sorted(BUILDERS))
 @pytest.mark.parametrize("url", ["redis://localhost:6379", "localhost:6789", "http://h:6790"])
 def test_a_wrong_scheme_raises_config_error_at_construction(kind: str, url: str) -> None:
-    with pytest.raises(ConfigError, match="postgresql:// .* or pgqueue://"):
+    with pytest.raises(ConfigError, match=r"postgresql:// .* or pgqueue://"):
         BUILDERS[kind](url)
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pgqueue.server.commands import (
+    cluster,
     consuming,
     control,
     dlq,
@@ -16,6 +17,7 @@ from pgqueue.server.commands import (
 )
 
 __all__ = [
+    "cluster",
     "consuming",
     "control",
     "dlq",
