@@ -144,11 +144,10 @@ async def _selected_queues(admin: Admin, queue: str | None, reason: str | None) 
 
 
 def _queue_choice(queue: str | None, every: bool) -> None:
-    if (queue is None) == (not every):
-        return
-    if queue is None:
+    if queue is None and not every:
         raise click.UsageError("name a QUEUE, or pass --all for every queue")
-    raise click.UsageError("give a QUEUE or --all, not both")
+    if queue is not None and every:
+        raise click.UsageError("give a QUEUE or --all, not both")
 
 
 @dlq.command("redrive")
