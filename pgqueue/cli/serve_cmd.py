@@ -18,6 +18,7 @@ import errno
 import ipaddress
 import os
 import signal
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -312,9 +313,43 @@ def _install_uvloop() -> None:
         asyncio.set_event_loop_policy(uvloop.EventLoopPolicy())
 
 
+def _check_ports(settings: BrokerSettings) -> None:
+    """Refuse at once, before the database is touched, a port another process holds."""
+    wanted = [("TCP", settings.tcp_port)]
+    if settings.enable_http:
+        wanted.append(("HTTP", settings.http_port))
+    for kind, port in wanted:
+        if port == 0:
+            continue
+        try:
+            infos = socket.getaddrinfo(settings.host, port, type=socket.SOCK_STREAM)
+        except socket.gaierror as exc:
+            raise ConfigError(f"cannot listen on {settings.host}: {exc.strerror}") from None
+        family, kind_, proto, _, address = infos[0]
+        with socket.socket(family, kind_, proto) as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            try:
+                probe.bind(address)
+            except OSError as exc:
+                if exc.errno == errno.EADDRINUSE:
+                    flag = "--tcp-port" if kind == "TCP" else "--http-port"
+                    raise ConfigError(
+                        f"{kind} port {port} on {settings.host} is already in use (another "
+                        f"broker?): stop it or pick another {flag}"
+                    ) from None
+                raise ConfigError(
+                    f"cannot listen on {settings.host}:{port}: {exc.strerror}"
+                ) from None
+
+
 async def _serve(config: Config, settings: BrokerSettings, shown: str) -> int:
     from pgqueue.server.broker import Broker
 
+    _check_ports(settings)
+    loop = asyncio.get_running_loop()
+    stop = asyncio.Event()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(signum, stop.set)
     broker = Broker(config, settings)
     try:
         await broker.start()
@@ -336,10 +371,6 @@ async def _serve(config: Config, settings: BrokerSettings, shown: str) -> int:
         f"pgqueue: database {shown}; Ctrl-C or SIGTERM drains and stops the broker",
         flush=True,
     )
-    loop = asyncio.get_running_loop()
-    stop = asyncio.Event()
-    for signum in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(signum, stop.set)
     await stop.wait()
     print("pgqueue: draining ...", file=sys.stderr, flush=True)
     await broker.stop()
