@@ -285,7 +285,8 @@ def _read_jsonl(path: Path, queue: str) -> list[dict[str, Any]]:
     "source",
     type=click.Path(path_type=Path, dir_okay=False),
     default=None,
-    help='JSON-lines file, one {"name", "data", "opts"} per line (then no NAME/DATA)',
+    help='JSON-lines file, one {"name", "data", "opts"} per line (then no NAME/DATA)  '
+    "[default: none]",
 )
 @click.option(
     "--opts",
