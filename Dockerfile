@@ -2,6 +2,8 @@
 FROM python:3.11-slim
 
 ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1
+# In a container the broker is reached from other hosts: listen on every interface.
+ENV PGQUEUE_HOST=0.0.0.0
 WORKDIR /app
 COPY pyproject.toml README.md alembic.ini ./
 COPY pgqueue ./pgqueue

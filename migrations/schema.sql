@@ -57,7 +57,8 @@ CREATE TABLE public.pgqueue_brokers (
     hostname text,
     pid integer,
     host_key text,
-    process_start bigint
+    process_start bigint,
+    draining_since timestamp with time zone
 );
 
 CREATE TABLE public.pgqueue_dependencies (

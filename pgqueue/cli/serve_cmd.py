@@ -4,159 +4,303 @@ With no DSN it starts an embedded PostgreSQL in the data directory, migrates
 it and serves: one command from a fresh install to a working queue.  With a
 DSN it only checks the schema (run ``pgqueue migrate`` first, or pass
 ``--migrate``).  SIGTERM or Ctrl-C drains the broker cleanly.
+
+Without ``--host`` it listens on 127.0.0.1 unless auth tokens are set (then
+0.0.0.0), as Redis does in protected mode; listening beyond loopback with no
+token prints a warning.
 """
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import contextlib
+import errno
+import ipaddress
 import os
 import signal
+import socket
+import subprocess
 import sys
 from pathlib import Path
 
-from pgqueue.cli.common import add_dsn_argument, engine_settings
+import click
+
+from pgqueue.cli.common import engine_settings
+from pgqueue.cli.logs import apply_logging, logging_options
 from pgqueue.config import HEARTBEAT_INTERVAL_MS_DEFAULT, Config
+from pgqueue.db.reachability import check_database, shown_dsn
 from pgqueue.db.schema import migrate
-from pgqueue.embedded import EmbeddedPostgres, default_data_dir
+from pgqueue.embedded import EmbeddedPostgres, choose_data_dir
+from pgqueue.errors import ConfigError
 from pgqueue.server.settings import HTTP_BODY_BYTES_DEFAULT, AuthToken, BrokerSettings
 
-__all__ = ["register"]
+__all__ = ["register", "serve"]
+
+LOOPBACK_HOST = "127.0.0.1"
+ANY_HOST = "0.0.0.0"
 
 
-def _env_int(name: str, default: int) -> int:
-    value = os.environ.get(name)
-    return int(value) if value else default
+@click.command("serve")
+@click.option(
+    "--dsn",
+    envvar="PGQUEUE_DSN",
+    show_envvar=True,
+    default=None,
+    help="PostgreSQL URL; without one, an embedded PostgreSQL is started  [default: none]",
+)
+@click.option(
+    "--namespace",
+    envvar="PGQUEUE_NAMESPACE",
+    show_envvar=True,
+    default="default",
+    help="namespace served (installs sharing a database stay apart)",
+)
+@click.option(
+    "--broker-id",
+    envvar="PGQUEUE_BROKER_ID",
+    show_envvar=True,
+    default=None,
+    help="this broker's id, unique in the namespace  [default: host:pid:random]",
+)
+@click.option(
+    "--host",
+    envvar="PGQUEUE_HOST",
+    show_envvar=True,
+    default=None,
+    help=f"address to listen on  [default: {LOOPBACK_HOST} without auth tokens, {ANY_HOST} with]",
+)
+@click.option(
+    "--tcp-port",
+    envvar="PGQUEUE_TCP_PORT",
+    show_envvar=True,
+    type=int,
+    default=6789,
+    help="bunqueue TCP protocol port (0: any free port)",
+)
+@click.option(
+    "--http-port",
+    envvar="PGQUEUE_HTTP_PORT",
+    show_envvar=True,
+    type=int,
+    default=6790,
+    help="HTTP API port (0: any free port)",
+)
+@click.option("--no-http", is_flag=True, default=False, help="serve TCP only")
+@click.option(
+    "--auth-token",
+    "auth_tokens",
+    multiple=True,
+    metavar="[NAME=]SECRET",
+    help="accept this client token (repeatable; also $PGQUEUE_AUTH_TOKENS, comma "
+    "separated)  [default: none: no auth]",
+)
+@click.option(
+    "--lease-ms",
+    envvar="PGQUEUE_LEASE_MS",
+    show_envvar=True,
+    type=int,
+    default=30_000,
+    help="lease of a pulled job when the client asks for none",
+)
+@click.option(
+    "--poll-interval-ms",
+    envvar="PGQUEUE_POLL_INTERVAL_MS",
+    show_envvar=True,
+    type=int,
+    default=250,
+    help="how often the outbox and the queues are polled",
+)
+@click.option(
+    "--poll-only",
+    is_flag=True,
+    default=False,
+    help="no LISTEN, polling only (behind PgBouncer in transaction mode)",
+)
+@click.option(
+    "--pool-size",
+    envvar="PGQUEUE_POOL_SIZE",
+    show_envvar=True,
+    type=int,
+    default=10,
+    help="PostgreSQL connections of the broker's pool",
+)
+@click.option(
+    "--max-frame-bytes", type=int, default=64 * 1024 * 1024, help="largest TCP frame accepted"
+)
+@click.option(
+    "--max-http-body-bytes",
+    envvar="PGQUEUE_MAX_HTTP_BODY_BYTES",
+    show_envvar=True,
+    type=int,
+    default=HTTP_BODY_BYTES_DEFAULT,
+    help="largest HTTP request body accepted (413 above it)",
+)
+@click.option(
+    "--sse-keepalive-ms",
+    envvar="PGQUEUE_SSE_KEEPALIVE_MS",
+    show_envvar=True,
+    type=int,
+    default=15_000,
+    help="keep-alive comment interval of the HTTP event streams",
+)
+@click.option(
+    "--session-heartbeat-ms",
+    envvar="PGQUEUE_SESSION_HEARTBEAT_MS",
+    show_envvar=True,
+    type=int,
+    default=HEARTBEAT_INTERVAL_MS_DEFAULT,
+    help="how often the broker renews (and checks) its session row",
+)
+@click.option(
+    "--idle-partial-frame-ms",
+    type=int,
+    default=60_000,
+    help="close a connection that holds a partial frame this long (0: never)",
+)
+@click.option(
+    "--max-request-age-ms",
+    envvar="PGQUEUE_MAX_REQUEST_AGE_MS",
+    show_envvar=True,
+    type=int,
+    default=30_000,
+    help="never serve a TCP request older than this (0: no limit; see docs)",
+)
+@click.option(
+    "--max-inflight",
+    type=int,
+    default=50,
+    help="commands served at once per connection (reading pauses beyond it)",
+)
+@click.option(
+    "--migrate",
+    "run_migrate",
+    is_flag=True,
+    default=False,
+    help="migrate the schema first (always done for the embedded database)",
+)
+@click.option(
+    "--create-db",
+    is_flag=True,
+    default=False,
+    help="create the --dsn database when it does not exist",
+)
+@click.option(
+    "--set",
+    "settings",
+    multiple=True,
+    metavar="NAME=VALUE",
+    help="any engine setting (docs/configuration.md), e.g. "
+    "retention_events_ms=3600000 (repeatable)  [default: none]",
+)
+@click.option(
+    "--data-dir",
+    default=None,
+    help="embedded PostgreSQL data directory  [default: $PGQUEUE_DATA_DIR/postgres, "
+    "$XDG_DATA_HOME/pgqueue/postgres, /var/lib/pgqueue/postgres as root, "
+    "else ~/.local/share/pgqueue/postgres]",
+)
+@click.option(
+    "--unsafe-durability",
+    is_flag=True,
+    default=False,
+    help="start even when PostgreSQL runs with fsync=off",
+)
+@logging_options
+def serve(**opts: object) -> int:
+    """Run a broker (bunqueue TCP protocol + HTTP API).
+
+    With no --dsn, an embedded PostgreSQL is started, migrated and served.
+    Ctrl-C or SIGTERM drains the broker: requests in flight finish, its jobs go back.
+    """
+    apply_logging(opts.pop("log_level"), opts.pop("log_format"))  # type: ignore[arg-type]
+    return run(**opts)
 
 
-def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    parser = sub.add_parser("serve", help="run a broker (bunqueue TCP protocol + HTTP API)")
-    add_dsn_argument(parser, required=False)
-    parser.add_argument("--namespace", default=os.environ.get("PGQUEUE_NAMESPACE", "default"))
-    parser.add_argument("--broker-id", default=os.environ.get("PGQUEUE_BROKER_ID"))
-    parser.add_argument("--host", default=os.environ.get("PGQUEUE_HOST", "0.0.0.0"))
-    parser.add_argument("--tcp-port", type=int, default=_env_int("PGQUEUE_TCP_PORT", 6789))
-    parser.add_argument("--http-port", type=int, default=_env_int("PGQUEUE_HTTP_PORT", 6790))
-    parser.add_argument("--no-http", action="store_true", help="serve TCP only")
-    parser.add_argument(
-        "--auth-token",
-        action="append",
-        default=[],
-        metavar="[NAME=]SECRET",
-        help="accept this client token (repeatable; also $PGQUEUE_AUTH_TOKENS, comma separated)",
-    )
-    parser.add_argument("--lease-ms", type=int, default=_env_int("PGQUEUE_LEASE_MS", 30_000))
-    parser.add_argument(
-        "--poll-interval-ms", type=int, default=_env_int("PGQUEUE_POLL_INTERVAL_MS", 250)
-    )
-    parser.add_argument("--poll-only", action="store_true", help="no LISTEN (PgBouncer)")
-    parser.add_argument("--pool-size", type=int, default=_env_int("PGQUEUE_POOL_SIZE", 10))
-    parser.add_argument("--max-frame-bytes", type=int, default=64 * 1024 * 1024)
-    parser.add_argument(
-        "--max-http-body-bytes",
-        type=int,
-        default=_env_int("PGQUEUE_MAX_HTTP_BODY_BYTES", HTTP_BODY_BYTES_DEFAULT),
-        help="largest HTTP request body accepted (413 above it)",
-    )
-    parser.add_argument(
-        "--sse-keepalive-ms",
-        type=int,
-        default=_env_int("PGQUEUE_SSE_KEEPALIVE_MS", 15_000),
-        help="keep-alive comment interval of the HTTP event streams",
-    )
-    parser.add_argument(
-        "--session-heartbeat-ms",
-        type=int,
-        default=_env_int("PGQUEUE_SESSION_HEARTBEAT_MS", HEARTBEAT_INTERVAL_MS_DEFAULT),
-        help="how often the broker renews (and checks) its session row",
-    )
-    parser.add_argument(
-        "--idle-partial-frame-ms",
-        type=int,
-        default=60_000,
-        help="close a connection that holds a partial frame this long (0: never)",
-    )
-    parser.add_argument(
-        "--max-request-age-ms",
-        type=int,
-        default=_env_int("PGQUEUE_MAX_REQUEST_AGE_MS", 30_000),
-        help="never serve a TCP request older than this (0: no limit; see docs)",
-    )
-    parser.add_argument(
-        "--max-inflight",
-        type=int,
-        default=50,
-        help="commands served at once per connection (reading pauses beyond it)",
-    )
-    parser.add_argument("--migrate", action="store_true", help="migrate the schema first")
-    parser.add_argument(
-        "--set",
-        action="append",
-        default=[],
-        metavar="NAME=VALUE",
-        help="any engine setting (docs/configuration.md), e.g. retention_events_ms=3600000",
-    )
-    parser.add_argument(
-        "--data-dir",
-        default=None,
-        help="embedded PostgreSQL data directory (default: see docs/configuration.md)",
-    )
-    parser.add_argument(
-        "--unsafe-durability",
-        action="store_true",
-        help="start even when PostgreSQL runs with fsync=off",
-    )
-    parser.set_defaults(run=run)
-
-
-def _tokens(args: argparse.Namespace) -> tuple[AuthToken, ...]:
-    raw = list(args.auth_token)
+def _tokens(given: tuple[str, ...]) -> tuple[AuthToken, ...]:
+    raw = list(given)
     env = os.environ.get("PGQUEUE_AUTH_TOKENS")
     if env:
         raw += [t.strip() for t in env.split(",") if t.strip()]
     return tuple(AuthToken.parse(text, i) for i, text in enumerate(raw))
 
 
-def run(args: argparse.Namespace) -> int:
+def _is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def _start_guard(data_dir: Path) -> None:
+    """A process that stops the embedded server if this one dies without doing it."""
+    subprocess.Popen(
+        [sys.executable, "-m", "pgqueue.embedded_guard", str(os.getpid()), str(data_dir)],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+
+
+def run(**o: object) -> int:
+    tokens = _tokens(o["auth_tokens"])  # type: ignore[arg-type]
+    host = str(o["host"] or (ANY_HOST if tokens else LOOPBACK_HOST))
     embedded: EmbeddedPostgres | None = None
-    dsn = args.dsn
+    dsn = o["dsn"]
     if not dsn:
-        data_dir = Path(args.data_dir).expanduser() if args.data_dir else default_data_dir()
-        print(f"pgqueue: no --dsn given; starting an embedded PostgreSQL in {data_dir}", flush=True)
+        data_dir, chosen_by = choose_data_dir(o["data_dir"])  # type: ignore[arg-type]
+        print(
+            f"pgqueue: no --dsn given; starting an embedded PostgreSQL in {data_dir} "
+            f"(chosen by {chosen_by})",
+            flush=True,
+        )
         embedded = EmbeddedPostgres(data_dir, cleanup="stop")
         dsn = embedded.start()
+        _start_guard(data_dir)
         migrate(dsn)
-    elif args.migrate:
-        migrate(dsn)
+        print(f"pgqueue: embedded database: {dsn}", flush=True)
+        print(f"         psql '{dsn}'   ·   pgqueue migrate --dsn '{dsn}'", flush=True)
+    else:
+        check_database(str(dsn), create=bool(o["create_db"]))
+        if o["run_migrate"]:
+            migrate(str(dsn))
     config = Config(
-        dsn=dsn,
-        namespace=args.namespace,
-        broker_id=args.broker_id,
-        lease_ms=args.lease_ms,
-        poll_interval_ms=args.poll_interval_ms,
-        poll_only=args.poll_only,
-        pool_max_size=args.pool_size,
-        session_heartbeat_ms=args.session_heartbeat_ms,
-        unsafe_durability=args.unsafe_durability,
-        **engine_settings(args.set),
+        dsn=str(dsn),
+        namespace=str(o["namespace"]),
+        broker_id=o["broker_id"],  # type: ignore[arg-type]
+        lease_ms=o["lease_ms"],  # type: ignore[arg-type]
+        poll_interval_ms=o["poll_interval_ms"],  # type: ignore[arg-type]
+        poll_only=bool(o["poll_only"]),
+        pool_max_size=o["pool_size"],  # type: ignore[arg-type]
+        session_heartbeat_ms=o["session_heartbeat_ms"],  # type: ignore[arg-type]
+        unsafe_durability=bool(o["unsafe_durability"]),
+        **engine_settings(o["settings"]),  # type: ignore[arg-type]
     ).validate()
     settings = BrokerSettings(
-        host=args.host,
-        tcp_port=args.tcp_port,
-        http_port=args.http_port,
-        auth_tokens=_tokens(args),
-        max_frame_bytes=args.max_frame_bytes,
-        idle_partial_frame_ms=args.idle_partial_frame_ms,
-        max_inflight_per_connection=args.max_inflight,
-        max_request_age_ms=args.max_request_age_ms,
-        enable_http=not args.no_http,
-        max_http_body_bytes=args.max_http_body_bytes,
-        sse_keepalive_ms=args.sse_keepalive_ms,
+        host=host,
+        tcp_port=o["tcp_port"],  # type: ignore[arg-type]
+        http_port=o["http_port"],  # type: ignore[arg-type]
+        auth_tokens=tokens,
+        max_frame_bytes=o["max_frame_bytes"],  # type: ignore[arg-type]
+        idle_partial_frame_ms=o["idle_partial_frame_ms"],  # type: ignore[arg-type]
+        max_inflight_per_connection=o["max_inflight"],  # type: ignore[arg-type]
+        max_request_age_ms=o["max_request_age_ms"],  # type: ignore[arg-type]
+        enable_http=not o["no_http"],
+        max_http_body_bytes=o["max_http_body_bytes"],  # type: ignore[arg-type]
+        sse_keepalive_ms=o["sse_keepalive_ms"],  # type: ignore[arg-type]
     )
+    if not tokens and not _is_loopback(host):
+        print(
+            f"pgqueue: WARNING: listening on {host} with no --auth-token: anyone who can "
+            "reach this port can push, read and delete jobs",
+            file=sys.stderr,
+            flush=True,
+        )
     try:
         _install_uvloop()
-        return asyncio.run(_serve(config, settings))
+        return asyncio.run(_serve(config, settings, shown_dsn(str(dsn))))
     finally:
         if embedded is not None:
             embedded.stop()
@@ -169,22 +313,69 @@ def _install_uvloop() -> None:
         asyncio.set_event_loop_policy(uvloop.EventLoopPolicy())
 
 
-async def _serve(config: Config, settings: BrokerSettings) -> int:
+def _check_ports(settings: BrokerSettings) -> None:
+    """Refuse at once, before the database is touched, a port another process holds."""
+    wanted = [("TCP", settings.tcp_port)]
+    if settings.enable_http:
+        wanted.append(("HTTP", settings.http_port))
+    for kind, port in wanted:
+        if port == 0:
+            continue
+        try:
+            infos = socket.getaddrinfo(settings.host, port, type=socket.SOCK_STREAM)
+        except socket.gaierror as exc:
+            raise ConfigError(f"cannot listen on {settings.host}: {exc.strerror}") from None
+        family, kind_, proto, _, address = infos[0]
+        with socket.socket(family, kind_, proto) as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            try:
+                probe.bind(address)
+            except OSError as exc:
+                if exc.errno == errno.EADDRINUSE:
+                    flag = "--tcp-port" if kind == "TCP" else "--http-port"
+                    raise ConfigError(
+                        f"{kind} port {port} on {settings.host} is already in use (another "
+                        f"broker?): stop it or pick another {flag}"
+                    ) from None
+                raise ConfigError(
+                    f"cannot listen on {settings.host}:{port}: {exc.strerror}"
+                ) from None
+
+
+async def _serve(config: Config, settings: BrokerSettings, shown: str) -> int:
     from pgqueue.server.broker import Broker
 
+    _check_ports(settings)
+    loop = asyncio.get_running_loop()
+    stop = asyncio.Event()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(signum, stop.set)
     broker = Broker(config, settings)
-    await broker.start()
+    try:
+        await broker.start()
+    except OSError as exc:
+        if exc.errno == errno.EADDRINUSE:
+            raise ConfigError(
+                f"cannot listen on {settings.host} (TCP {settings.tcp_port}, HTTP "
+                f"{settings.http_port}): address already in use; another broker? "
+                "pick --tcp-port / --http-port"
+            ) from None
+        raise ConfigError(f"cannot listen on {settings.host}: {exc.strerror or exc}") from None
     http = f", HTTP on {settings.host}:{broker.http.port}" if broker.http else ""
     print(
         f"pgqueue broker {broker.manager.broker_id} serving namespace {config.namespace!r}: "
         f"TCP on {settings.host}:{broker.tcp.port}{http}",
         flush=True,
     )
-    loop = asyncio.get_running_loop()
-    stop = asyncio.Event()
-    for signum in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(signum, stop.set)
+    print(
+        f"pgqueue: database {shown}; Ctrl-C or SIGTERM drains and stops the broker",
+        flush=True,
+    )
     await stop.wait()
     print("pgqueue: draining ...", file=sys.stderr, flush=True)
     await broker.stop()
     return 0
+
+
+def register(group: click.Group) -> None:
+    group.add_command(serve)

@@ -9,6 +9,10 @@ function (run in a thread pool) taking a :class:`~pgqueue.client.Job`.
 ``--connection`` is a ``postgresql://`` URL (embedded) or ``pgqueue://`` broker
 addresses (default ``$PGQUEUE_CONNECTION``, then ``$PGQUEUE_DSN``).
 
+Each failed job is logged at WARNING with its traceback; at ``--log-level
+DEBUG`` each job's start and end too; ``--log-format json`` writes them as
+JSON lines (with ``job_id``, ``queue``, ``worker_id``) for log shippers.
+
 SIGTERM or Ctrl-C closes the worker gracefully: it stops pulling, lets the
 running jobs finish and acks them, then exits 0.  A second signal cancels
 the running handlers (their jobs go back to waiting) and exits.
@@ -16,39 +20,84 @@ the running handlers (their jobs go back to waiting) and exits.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import importlib
+import logging
 import os
 import signal
 import sys
+import time
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
+import click
+
+from pgqueue.cli.logs import apply_logging, logging_options
 from pgqueue.errors import ConfigError
 
-__all__ = ["load_processor", "register"]
+__all__ = ["load_processor", "register", "worker"]
+
+log = logging.getLogger("pgqueue.worker")
 
 
-def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    parser = sub.add_parser("worker", help="run a worker: pgqueue worker module:function")
-    parser.add_argument("target", metavar="module:function", help="the job handler")
-    parser.add_argument(
-        "--queue", default=os.environ.get("PGQUEUE_QUEUE"), help="queue (default $PGQUEUE_QUEUE)"
-    )
-    parser.add_argument(
-        "--connection",
-        default=os.environ.get("PGQUEUE_CONNECTION") or os.environ.get("PGQUEUE_DSN"),
-        help="postgresql://... (embedded) or pgqueue://host:port,... (brokers)",
-    )
-    parser.add_argument("--concurrency", type=int, default=1)
-    parser.add_argument("--lock-duration-ms", type=int, default=30_000)
-    parser.add_argument(
-        "--limit",
-        metavar="MAX/MS",
-        help="start at most MAX jobs per MS milliseconds (e.g. 100/1000)",
-    )
-    parser.set_defaults(run=run)
+@click.command("worker")
+@click.argument("target", metavar="MODULE:FUNCTION")
+@click.option(
+    "--queue",
+    envvar="PGQUEUE_QUEUE",
+    show_envvar=True,
+    default=None,
+    help="queue to process  [required]",
+)
+@click.option(
+    "--connection",
+    default=None,
+    help="postgresql://... (embedded) or pgqueue://host:port,... (brokers)  "
+    "[default: $PGQUEUE_CONNECTION, then $PGQUEUE_DSN]",
+)
+@click.option("--concurrency", type=click.IntRange(min=1), default=1, help="jobs run at once")
+@click.option(
+    "--lock-duration-ms",
+    type=click.IntRange(min=1),
+    default=30_000,
+    help="lease of each job, renewed while it runs",
+)
+@click.option(
+    "--limit",
+    metavar="MAX/MS",
+    default=None,
+    help="start at most MAX jobs per MS milliseconds, e.g. 100/1000  [default: no limit]",
+)
+@logging_options
+def worker(
+    target: str,
+    queue: str | None,
+    connection: str | None,
+    concurrency: int,
+    lock_duration_ms: int,
+    limit: str | None,
+    log_level: str | None,
+    log_format: str | None,
+) -> int:
+    """Run a worker with the handler MODULE:FUNCTION until stopped (SIGTERM/Ctrl-C)."""
+    apply_logging(log_level, log_format)
+    connection = connection or os.environ.get("PGQUEUE_CONNECTION") or os.environ.get("PGQUEUE_DSN")
+    if not queue:
+        raise ConfigError("no queue: pass --queue NAME or set PGQUEUE_QUEUE")
+    if not connection:
+        raise ConfigError(
+            "no connection: pass --connection postgresql://... or pgqueue://host:6789, "
+            "or set PGQUEUE_CONNECTION"
+        )
+    processor = load_processor(target)
+    settings = {
+        "queue": queue,
+        "connection": connection,
+        "concurrency": concurrency,
+        "lock_duration_ms": lock_duration_ms,
+        "limiter": _limit(limit),
+    }
+    return asyncio.run(_work(settings, processor))
 
 
 def load_processor(target: str) -> Any:
@@ -90,29 +139,73 @@ def _shown(connection: str) -> str:
     return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
 
 
-def run(args: argparse.Namespace) -> int:
-    if not args.queue:
-        raise ConfigError("no queue: pass --queue NAME or set PGQUEUE_QUEUE")
-    if not args.connection:
-        raise ConfigError(
-            "no connection: pass --connection postgresql://... or pgqueue://host:6789, "
-            "or set PGQUEUE_CONNECTION"
+class JobLog:
+    """Per-job log lines of ``pgqueue worker`` (see the module docstring)."""
+
+    def __init__(self, queue: str, worker_id: str) -> None:
+        self.queue = queue
+        self.worker_id = worker_id
+        self._started: dict[str, float] = {}
+
+    def _extra(self, job: Any, **more: Any) -> dict[str, Any]:
+        return {"job_id": job.id, "queue": self.queue, "worker_id": self.worker_id, **more}
+
+    def _took(self, job: Any) -> float | None:
+        started = self._started.pop(job.id, None)
+        return None if started is None else round((time.monotonic() - started) * 1000, 1)
+
+    def active(self, job: Any) -> None:
+        self._started[job.id] = time.monotonic()
+        attempt = int(getattr(job, "attempts_made", 0) or 0) + 1
+        log.debug(
+            "job %s (%s) started, attempt %d",
+            job.id,
+            job.name,
+            attempt,
+            extra=self._extra(job, attempt=attempt),
         )
-    processor = load_processor(args.target)
-    return asyncio.run(_work(args, processor))
+
+    def completed(self, job: Any, result: Any) -> None:
+        took = self._took(job)
+        log.debug(
+            "job %s (%s) completed in %s ms",
+            job.id,
+            job.name,
+            took,
+            extra=self._extra(job, duration_ms=took),
+        )
+
+    def failed(self, job: Any, exc: BaseException) -> None:
+        took = self._took(job)
+        log.warning(
+            "job %s (%s) failed after %s ms: %s: %s",
+            job.id,
+            job.name,
+            took,
+            type(exc).__name__,
+            exc,
+            exc_info=exc,
+            extra=self._extra(job, duration_ms=took),
+        )
 
 
-async def _work(args: argparse.Namespace, processor: Any) -> int:
+async def _work(settings: dict[str, Any], processor: Any) -> int:
     from pgqueue.client import Worker
 
+    queue = settings["queue"]
+    connection = settings["connection"]
     worker = Worker(
-        args.queue,
+        queue,
         processor,
-        args.connection,
-        concurrency=args.concurrency,
-        lock_duration_ms=args.lock_duration_ms,
-        limiter=_limit(args.limit),
+        connection,
+        concurrency=settings["concurrency"],
+        lock_duration_ms=settings["lock_duration_ms"],
+        limiter=settings["limiter"],
     )
+    jobs = JobLog(queue, worker.id)
+    worker.on("active", jobs.active)
+    worker.on("completed", jobs.completed)
+    worker.on("failed", jobs.failed)
     loop = asyncio.get_running_loop()
     stop = asyncio.Event()
     signals = 0
@@ -137,12 +230,13 @@ async def _work(args: argparse.Namespace, processor: Any) -> int:
     worker.once(
         "ready",
         lambda: print(
-            f"pgqueue worker {worker.id} processing queue {args.queue!r} "
-            f"(concurrency {args.concurrency}) via {_shown(args.connection)}",
+            f"pgqueue worker {worker.id} processing queue {queue!r} "
+            f"(concurrency {settings['concurrency']}) via {_shown(connection)}; "
+            "Ctrl-C or SIGTERM stops it after the running jobs",
             flush=True,
         ),
     )
-    worker.on("error", lambda exc: print(f"pgqueue worker: {exc}", file=sys.stderr, flush=True))
+    worker.on("error", lambda exc: log.error("pgqueue worker: %s", exc))
     await stop.wait()
     await worker.close()
     print(
@@ -150,3 +244,7 @@ async def _work(args: argparse.Namespace, processor: Any) -> int:
         flush=True,
     )
     return 0
+
+
+def register(group: click.Group) -> None:
+    group.add_command(worker)

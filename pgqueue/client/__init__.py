@@ -8,6 +8,7 @@ classes with blocking methods.
 
 from __future__ import annotations
 
+from pgqueue.client.admin import Admin
 from pgqueue.client.connect import open_transport
 from pgqueue.client.events import QueueEvent, QueueEvents
 from pgqueue.client.flow import FlowJob, FlowProducer, JobNode
@@ -18,6 +19,7 @@ from pgqueue.client.transport import Transport
 from pgqueue.client.worker import Processor, Worker
 
 __all__ = [
+    "Admin",
     "BackoffOptions",
     "BulkJob",
     "DedupOptions",

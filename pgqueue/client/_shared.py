@@ -14,7 +14,7 @@ import logging
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from pgqueue.client.connect import open_transport
+from pgqueue.client.connect import check_connection, open_transport
 from pgqueue.client.transport import Transport
 from pgqueue.errors import PgQueueError
 
@@ -97,6 +97,8 @@ class TransportOwner(Emitter):
                 "connection must be a connection string (postgresql://... or pgqueue://...) "
                 "or a started transport"
             )
+        if isinstance(connection, str):
+            check_connection(connection)
         self._connection = connection
         self._transport_options = transport_options
         self._transport: Transport | None = None if isinstance(connection, str) else connection

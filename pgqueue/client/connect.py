@@ -13,7 +13,7 @@ from urllib.parse import parse_qsl, urlsplit, urlunsplit
 from pgqueue.client.transport import Transport
 from pgqueue.errors import ConfigError
 
-__all__ = ["open_transport"]
+__all__ = ["check_connection", "open_transport"]
 
 EMBEDDED_OPTIONS = {
     "namespace": str,
@@ -21,6 +21,28 @@ EMBEDDED_OPTIONS = {
     "lease_ms": int,
     "poll_interval_ms": int,
 }
+
+
+def check_connection(connection: str) -> None:
+    """Raise :class:`ConfigError` now for a string no transport accepts (a wrong
+    scheme, a malformed broker list or option), before anything connects."""
+    scheme = urlsplit(connection).scheme if isinstance(connection, str) else ""
+    if scheme in ("postgresql", "postgres"):
+        return
+    if scheme == "pgqueue":
+        from pgqueue.client.tcp_settings import parse_url
+
+        parse_url(connection)
+        return
+    raise _wrong_scheme(connection)
+
+
+def _wrong_scheme(connection: str) -> ConfigError:
+    shown = urlsplit(connection).scheme or connection[:20]
+    return ConfigError(
+        f"connection must start with postgresql:// (embedded) or pgqueue:// (brokers), "
+        f"not {shown!r}"
+    )
 
 
 def open_transport(connection: str | Transport, **options: Any) -> Transport:
@@ -45,7 +67,4 @@ def open_transport(connection: str | Transport, **options: Any) -> Transport:
         from pgqueue.client.tcp import TcpTransport
 
         return TcpTransport.from_url(connection, **options)
-    raise ConfigError(
-        f"connection must start with postgresql:// (embedded) or pgqueue:// (brokers), "
-        f"not {parts.scheme or connection[:20]!r}"
-    )
+    raise _wrong_scheme(connection)

@@ -212,15 +212,47 @@ class EmbeddedTransport:
     async def remove_job_deduplication_key(self, job_id: str) -> bool:
         return await self.manager.remove_job_deduplication_key(job_id)
 
-    async def get_dlq(self, queue: str, limit: int, offset: int) -> list[dict[str, Any]]:
-        entries = await self.manager.list_dlq(queue, limit=limit, offset=offset)
+    async def get_dlq(
+        self, queue: str, limit: int, offset: int, *, reason: str | None = None
+    ) -> list[dict[str, Any]]:
+        entries = await self.manager.list_dlq(queue, reason=reason, limit=limit, offset=offset)
         return [{"job": job_view(entry.job), **entry.as_dict()} for entry in entries]
 
-    async def retry_dlq(self, queue: str, job_id: str | None) -> int:
-        return await self.manager.redrive(queue, actor="sdk", job_id=job_id)
+    async def retry_dlq(
+        self,
+        queue: str,
+        job_id: str | None,
+        *,
+        limit: int | None = None,
+        reason: str | None = None,
+        why: str | None = None,
+    ) -> int:
+        return await self.manager.redrive(
+            queue, actor="sdk", job_id=job_id, limit=limit, reason=reason, why=why
+        )
 
-    async def purge_dlq(self, queue: str) -> int:
-        return await self.manager.purge_dlq(queue, actor="sdk")
+    async def purge_dlq(
+        self, queue: str, *, reason: str | None = None, why: str | None = None
+    ) -> int:
+        return await self.manager.purge_dlq(queue, actor="sdk", reason=reason, why=why)
+
+    async def get_dlq_stats(self, queue: str | None) -> dict[str, Any]:
+        return (await self.manager.dlq_stats(queue)).as_dict()
+
+    async def get_dlq_audit(self, queue: str | None, limit: int) -> list[dict[str, Any]]:
+        return [record.as_dict() for record in await self.manager.dlq_audit(queue, limit)]
+
+    # -- the namespace as a whole ----------------------------------------------------------
+
+    async def list_queues(self) -> list[str]:
+        return await self.manager.list_queues()
+
+    async def list_workers(self) -> list[dict[str, Any]]:
+        workers, _ = await self.manager.list_workers()
+        return workers
+
+    async def list_brokers(self) -> list[dict[str, Any]]:
+        return await self.manager.list_brokers()
 
     # -- events --------------------------------------------------------------------------
 

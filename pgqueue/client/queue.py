@@ -363,14 +363,41 @@ class Queue(TransportOwner):
 
     # -- dead-letter queue ----------------------------------------------------------------------
 
-    async def get_dlq(self, limit: int = 100, offset: int = 0) -> list[dict[str, Any]]:
-        """Dead-lettered jobs of this queue: ``{job, reason, error, attempts, ...}``."""
-        return await (await self.transport()).get_dlq(self.name, limit, offset)
+    async def get_dlq(
+        self, limit: int = 100, offset: int = 0, *, reason: str | None = None
+    ) -> list[dict[str, Any]]:
+        """Dead-lettered jobs of this queue, oldest first: ``{job, reason, error,
+        attempts, enteredAt, ...}`` (only those of ``reason``, if given)."""
+        return await (await self.transport()).get_dlq(self.name, limit, offset, reason=reason)
 
-    async def retry_dlq(self, job_id: str | None = None) -> int:
-        """Send one (or every) dead-lettered job back to waiting; how many."""
-        return await (await self.transport()).retry_dlq(self.name, job_id)
+    async def retry_dlq(
+        self,
+        job_id: str | None = None,
+        *,
+        limit: int | None = None,
+        reason: str | None = None,
+        why: str | None = None,
+    ) -> int:
+        """Send one dead-lettered job, up to ``limit`` of them (oldest first, only
+        ``reason``'s if given), or every one back to waiting; how many moved.
+        ``why`` is stored in the DLQ audit."""
+        return await (await self.transport()).retry_dlq(
+            self.name, job_id, limit=limit, reason=reason, why=why
+        )
 
-    async def purge_dlq(self) -> int:
-        """Delete every dead-letter entry of this queue; how many."""
-        return await (await self.transport()).purge_dlq(self.name)
+    async def purge_dlq(self, *, reason: str | None = None, why: str | None = None) -> int:
+        """Delete every dead-letter entry of this queue (of ``reason``, if given); how many."""
+        return await (await self.transport()).purge_dlq(self.name, reason=reason, why=why)
+
+    async def get_dlq_stats(self) -> dict[str, Any]:
+        """``{total, byReason, pendingRetry, expired, oldestEntry, newestEntry, ...}``."""
+        return await (await self.transport()).get_dlq_stats(self.name)
+
+    async def get_dlq_audit(self, limit: int = 100) -> list[dict[str, Any]]:
+        """The newest audited DLQ operations on this queue, newest first."""
+        return await (await self.transport()).get_dlq_audit(self.name, limit)
+
+    async def get_workers(self) -> list[dict[str, Any]]:
+        """The registered workers that serve this queue."""
+        workers = await (await self.transport()).list_workers()
+        return [w for w in workers if self.name in (w.get("queues") or ())]

@@ -517,18 +517,66 @@ class TcpTransport:
         answer = await self._call("RemoveJobDeduplicationKey", {"id": job_id}, job_id=job_id)
         return bool(answer["data"]["removed"])
 
-    async def get_dlq(self, queue: str, limit: int, offset: int) -> list[dict[str, Any]]:
-        fields = {"queue": queue, "count": limit, "filter": {"limit": limit, "offset": offset}}
+    async def get_dlq(
+        self, queue: str, limit: int, offset: int, *, reason: str | None = None
+    ) -> list[dict[str, Any]]:
+        selection: dict[str, Any] = {"limit": limit, "offset": offset}
+        if reason is not None:
+            selection["reason"] = reason
+        fields = {"queue": queue, "count": limit, "filter": selection}
         return list((await self._call("Dlq", fields, read=True))["entries"])
 
-    async def retry_dlq(self, queue: str, job_id: str | None) -> int:
+    async def retry_dlq(
+        self,
+        queue: str,
+        job_id: str | None,
+        *,
+        limit: int | None = None,
+        reason: str | None = None,
+        why: str | None = None,
+    ) -> int:
         fields: dict[str, Any] = {"queue": queue}
         if job_id is not None:
             fields["jobId"] = job_id
+        if limit is not None:
+            fields["count"] = limit
+        if reason is not None:
+            fields["filter"] = {"reason": reason}
+        if why is not None:
+            fields["why"] = why
         return int((await self._call("RetryDlq", fields)).get("count") or 0)
 
-    async def purge_dlq(self, queue: str) -> int:
-        return int((await self._call("PurgeDlq", {"queue": queue})).get("count") or 0)
+    async def purge_dlq(
+        self, queue: str, *, reason: str | None = None, why: str | None = None
+    ) -> int:
+        fields: dict[str, Any] = {"queue": queue}
+        if reason is not None:
+            fields["reason"] = reason
+        if why is not None:
+            fields["why"] = why
+        return int((await self._call("PurgeDlq", fields)).get("count") or 0)
+
+    async def get_dlq_stats(self, queue: str | None) -> dict[str, Any]:
+        fields = {} if queue is None else {"queue": queue}
+        return dict((await self._call("GetDlqStats", fields, read=True))["data"]["stats"])
+
+    async def get_dlq_audit(self, queue: str | None, limit: int) -> list[dict[str, Any]]:
+        fields: dict[str, Any] = {"limit": limit}
+        if queue is not None:
+            fields["queue"] = queue
+        return list((await self._call("DlqAudit", fields, read=True))["records"])
+
+    # -- the namespace as a whole ----------------------------------------------------------
+
+    async def list_queues(self) -> list[str]:
+        return [str(q) for q in (await self._call("ListQueues", {}, read=True))["queues"]]
+
+    async def list_workers(self) -> list[dict[str, Any]]:
+        workers = (await self._call("ListWorkers", {}, read=True))["data"]["workers"]
+        return [{k: v for k, v in w.items() if k != "id"} for w in workers]
+
+    async def list_brokers(self) -> list[dict[str, Any]]:
+        return list((await self._call("ListBrokers", {}, read=True))["brokers"])
 
     # -- events --------------------------------------------------------------------------
 

@@ -181,11 +181,48 @@ class Transport(Protocol):
 
     async def remove_job_deduplication_key(self, job_id: str) -> bool: ...
 
-    async def get_dlq(self, queue: str, limit: int, offset: int) -> list[dict[str, Any]]: ...
+    async def get_dlq(
+        self, queue: str, limit: int, offset: int, *, reason: str | None = None
+    ) -> list[dict[str, Any]]: ...
 
-    async def retry_dlq(self, queue: str, job_id: str | None) -> int: ...
+    async def retry_dlq(
+        self,
+        queue: str,
+        job_id: str | None,
+        *,
+        limit: int | None = None,
+        reason: str | None = None,
+        why: str | None = None,
+    ) -> int:
+        """Redrive one entry, up to ``limit`` entries (of ``reason``), or all; how many."""
+        ...
 
-    async def purge_dlq(self, queue: str) -> int: ...
+    async def purge_dlq(
+        self, queue: str, *, reason: str | None = None, why: str | None = None
+    ) -> int: ...
+
+    async def get_dlq_stats(self, queue: str | None) -> dict[str, Any]:
+        """``{total, byReason, byQueue, pendingRetry, expired, oldestEntry, newestEntry}``
+        of one queue's DLQ, or of every queue's (None)."""
+        ...
+
+    async def get_dlq_audit(self, queue: str | None, limit: int) -> list[dict[str, Any]]:
+        """The newest audited DLQ operations (``{id, at, actor, action, queue, jobIds,
+        filter, reason, count}``), newest first."""
+        ...
+
+    # the namespace as a whole
+    async def list_queues(self) -> list[str]: ...
+
+    async def list_workers(self) -> list[dict[str, Any]]:
+        """Registered workers (``{workerId, name, queues, concurrency, hostname, pid,
+        status, lastSeen, activeJobs, processedJobs, failedJobs, ...}``)."""
+        ...
+
+    async def list_brokers(self) -> list[dict[str, Any]]:
+        """Broker sessions (``{brokerId, hostname, pid, startedAt, heartbeatAt, live,
+        draining, leader, ...}``); an embedded client's own session is one of them."""
+        ...
 
     # events
     def events(self, queue: str, after: str | None) -> AsyncIterator[TransportEvent]:

@@ -23,6 +23,7 @@ __all__ = [
     "SCHEMA_VERSION",
     "VERSION_TABLE",
     "check_schema",
+    "current_revision",
     "migrate",
     "migrate_async",
     "migrations_dir",
@@ -30,7 +31,7 @@ __all__ = [
 ]
 
 VERSION_TABLE = "pgqueue_alembic_version"
-KNOWN_REVISIONS = ("0001", "0002", "0003", "0004", "0005", "0006", "0007", "0008")
+KNOWN_REVISIONS = ("0001", "0002", "0003", "0004", "0005", "0006", "0007", "0008", "0009")
 SCHEMA_VERSION = KNOWN_REVISIONS[-1]
 MIGRATION_LOCK_KEY = 0x7067_7175_6575_6501  # "pgqueue" + 1
 
@@ -84,13 +85,14 @@ def _is_downgrade(dsn: str, revision: str) -> bool:
         return True
     if revision not in KNOWN_REVISIONS:
         return False
-    current = _current_revision(dsn)
+    current = current_revision(dsn)
     return current in KNOWN_REVISIONS and KNOWN_REVISIONS.index(revision) < KNOWN_REVISIONS.index(
         current
     )
 
 
-def _current_revision(dsn: str) -> str | None:
+def current_revision(dsn: str) -> str | None:
+    """The schema revision of the database at ``dsn`` (None: no pgqueue schema)."""
     import psycopg
 
     with psycopg.connect(dsn) as conn:

@@ -232,8 +232,11 @@ async def release_dependents(ex: Executor, ctx: EngineContext, job_ids: Sequence
 def _stack(stacktrace: Sequence[str] | None, keep: int) -> list[str] | None:
     if not stacktrace:
         return None
-    lines = [line.strip() for line in list(stacktrace)[:STACK_INPUT_LIMIT]]
-    return [line for line in lines if line][:keep] or None
+    # Right-strip only: a traceback's indentation tells frames from code lines.  Keep the
+    # last lines: the innermost frames and the error itself end a Python traceback.
+    lines = [line.rstrip() for line in list(stacktrace)[-STACK_INPUT_LIMIT:]]
+    kept = [line for line in lines if line.strip()]
+    return (kept[-keep:] if keep > 0 else []) or None
 
 
 def _attempt_entry(row: Row, reason: str, error: str | None) -> dict[str, Any]:

@@ -83,6 +83,8 @@ class JobRecord(Protocol):
     def pending_dependencies(self) -> int: ...
     @property
     def lease_until(self) -> float | None: ...
+    @property
+    def attempt_log(self) -> list[dict[str, Any]]: ...
 
 
 def _ms(value: float | None) -> float | None:
@@ -144,6 +146,7 @@ def job_view(job: JobRecord, *, with_state: bool = False) -> dict[str, Any]:
         "stallTimeout": None,
         "sizeLimit": None,
         "timeline": [],
+        "attemptLog": list(job.attempt_log),
     }
     wire.update(_from_opts(options))
     if with_state:

@@ -195,6 +195,8 @@ class Broker:
         if self.stopped.is_set():
             return
         self.draining = True
+        with contextlib.suppress(Exception):  # best effort: the drain goes on without it
+            await self.manager.mark_draining()
         self.manager.notifier.begin_drain()
         await self.tcp.stop_accepting()
         if self.http is not None:

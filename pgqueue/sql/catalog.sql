@@ -118,3 +118,7 @@ JOIN pg_class c ON c.oid = t.tgrelid
 JOIN pg_namespace n ON n.oid = c.relnamespace
 WHERE n.nspname = $1 AND c.relname LIKE 'pgqueue\_%' AND NOT t.tgisinternal
 ORDER BY c.relname, t.tgname
+
+-- name: catalog_database_exists
+-- Whether database $1 exists on this server (asked on its maintenance database).
+SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1) AS present

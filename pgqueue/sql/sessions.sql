@@ -71,3 +71,10 @@ ORDER BY broker_id
 -- Remove sessions stale for longer than $2 ms (their leases expire on their own).
 DELETE FROM pgqueue_brokers
 WHERE namespace = $1 AND heartbeat_at <= clock_timestamp() - $2::bigint * interval '1 millisecond'
+
+-- name: session_mark_draining
+-- This session began to drain (SIGTERM): it serves what is in flight, takes nothing new.
+-- $1 namespace, $2 broker_id, $3 session_id.
+UPDATE pgqueue_brokers
+SET draining_since = coalesce(draining_since, clock_timestamp())
+WHERE namespace = $1 AND broker_id = $2 AND session_id = $3::uuid

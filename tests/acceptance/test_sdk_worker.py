@@ -159,6 +159,46 @@ async def test_a_spent_job_fails_with_the_error_and_the_stack(sdk: SDK) -> None:
     assert any("ValueError: bad input: 42" in line for line in stored.stacktrace)
 
 
+async def test_a_stored_stack_trace_keeps_its_indentation(sdk: SDK) -> None:
+    queue = sdk.queue()
+
+    async def broken(job: Job) -> None:
+        raise ValueError("indented")
+
+    sdk.worker(broken)
+    job = await queue.add("broken", {}, attempts=1)
+    with pytest.raises(JobFailed):
+        await queue.wait_for(job, timeout=10)
+    stored = await queue.get_job(job.id)
+    assert stored is not None
+    frames = [line for line in stored.stacktrace if "File " in line]
+    assert frames, stored.stacktrace
+    assert all(line.startswith("  File ") for line in frames), stored.stacktrace
+    code = stored.stacktrace[stored.stacktrace.index(frames[-1]) + 1]
+    assert code.startswith("    raise ValueError"), stored.stacktrace
+
+
+async def test_a_long_stack_trace_keeps_its_innermost_frames_and_the_error(sdk: SDK) -> None:
+    queue = sdk.queue()
+
+    def deep(n: int) -> None:
+        if n == 0:
+            raise ValueError("at the bottom")
+        deep(n - 1)
+
+    def broken(job: Job) -> None:  # a plain function: run in a thread, a longer trace
+        deep(8)
+
+    sdk.worker(broken)
+    job = await queue.add("broken", {}, attempts=1)
+    with pytest.raises(JobFailed):
+        await queue.wait_for(job, timeout=10)
+    stored = await queue.get_job(job.id)
+    assert stored is not None
+    assert stored.stacktrace[-1] == "ValueError: at the bottom", stored.stacktrace
+    assert "raise ValueError" in stored.stacktrace[-2]
+
+
 async def test_an_unrecoverable_error_dead_letters_the_job_at_once(sdk: SDK) -> None:
     queue = sdk.queue()
     calls = 0

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from pgqueue.manager.base import ManagerBase
-from pgqueue.manager.control import dedup_keys, flow_edits, listings, workers
+from pgqueue.manager.control import cluster, dedup_keys, flow_edits, listings, workers
 from pgqueue.manager.control import jobs as job_control
 from pgqueue.manager.control import moves as job_moves
 from pgqueue.manager.control import progress as progress_flows
@@ -208,3 +208,13 @@ class ControlOps(ManagerBase):
 
     async def list_workers(self) -> tuple[list[dict[str, Any]], dict[str, int]]:
         return await workers.list_workers(self.ctx)
+
+    # -- the brokers of the namespace ----------------------------------------------
+
+    async def list_brokers(self) -> list[dict[str, Any]]:
+        """Every broker session of the namespace (see :mod:`pgqueue.manager.control.cluster`)."""
+        return await cluster.list_brokers(self.ctx)
+
+    async def mark_draining(self) -> None:
+        """Tell the others (``list_brokers``) that this session drains."""
+        await cluster.mark_draining(self.ctx)

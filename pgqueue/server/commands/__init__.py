@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from pgqueue.server.commands import (
+    cluster,
     consuming,
     control,
     dlq,
@@ -26,6 +27,7 @@ from pgqueue.server.registry import CommandGroup, Handler, build_table
 __all__ = ["COMMANDS", "GROUPS"]
 
 GROUPS: tuple[CommandGroup, ...] = (
+    cluster.group,
     consuming.group,
     control.group,
     dlq.group,

@@ -200,6 +200,10 @@ ENDPOINTS: tuple[Endpoint, ...] = (
                     _p("offset", "integer", "entries to skip", target="filter.offset"),
                     _p("reason", "string", "only this reason", target="filter.reason"))),
     Endpoint("GET", Q + "/dlq/stats", "GetDlqStats", "Dead-letter statistics", "dlq"),
+    Endpoint("GET", Q + "/dlq/audit", "DlqAudit", "Audited DLQ operations, newest first",
+             "dlq", query=(LIMIT,)),
+    Endpoint("GET", "/dlq/audit", "DlqAudit", "Audited DLQ operations of every queue",
+             "dlq", query=(LIMIT,)),
     Endpoint("POST", Q + "/dlq/retry", "RetryDlq", "Send dead-lettered jobs back to waiting",
              "dlq",
              body=(_p("jobId", "string", "one job"), _p("count", "integer", "most jobs"),
@@ -268,6 +272,8 @@ ENDPOINTS: tuple[Endpoint, ...] = (
              "webhooks", body=(_p("enabled", "boolean", "on or off", required=True),)),
     # -- monitoring ------------------------------------------------------------------------------
     Endpoint("GET", "/ping", "Ping", "Round trip", "monitoring"),
+    Endpoint("GET", "/brokers", "ListBrokers",
+             "Broker sessions: heartbeat, leader, draining", "monitoring"),
     Endpoint("GET", "/storage", "StorageStatus", "Storage status", "monitoring"),
     Endpoint("GET", "/stats", "Stats", "Server-wide job statistics", "monitoring"),
 )

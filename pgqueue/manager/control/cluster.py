@@ -1,0 +1,48 @@
+"""The brokers of a namespace as an operator sees them: sessions, leader, draining.
+
+Read on the database clock from the session rows (:mod:`pgqueue.manager.sessions`)
+and the maintenance seat (:mod:`pgqueue.maintenance.leader`), so every broker
+(and every embedded client) answers the same.  An embedded SDK client holds a
+session too: it is listed like a broker.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pgqueue.db.queries import Q
+from pgqueue.manager.context import EngineContext
+
+__all__ = ["MAINTENANCE_SEAT", "list_brokers", "mark_draining"]
+
+MAINTENANCE_SEAT = "maintenance"
+
+
+async def list_brokers(ctx: EngineContext) -> list[dict[str, Any]]:
+    """``[{brokerId, sessionId, hostname, pid, startedAt, heartbeatAt, silentMs, live,
+    draining, drainingSince, leader, self}]`` ordered by broker id (times in ms)."""
+    rows = await ctx.db.fetch(
+        Q.broker_overview, ctx.namespace, ctx.config.session_stale_ms, MAINTENANCE_SEAT
+    )
+    return [
+        {
+            "brokerId": row["broker_id"],
+            "sessionId": row["session_id"],
+            "hostname": row["hostname"],
+            "pid": row["pid"],
+            "startedAt": row["started_at"],
+            "heartbeatAt": row["heartbeat_at"],
+            "silentMs": row["silent_ms"],
+            "live": bool(row["live"]),
+            "draining": row["draining_since"] is not None,
+            "drainingSince": row["draining_since"],
+            "leader": bool(row["leader"]),
+            "self": row["session_id"] == ctx.session_id,
+        }
+        for row in rows
+    ]
+
+
+async def mark_draining(ctx: EngineContext) -> None:
+    """Record that this session began to drain."""
+    await ctx.db.execute(Q.session_mark_draining, ctx.namespace, ctx.broker_id, ctx.session_id)

@@ -1,0 +1,17 @@
+-- name: broker_overview
+-- Every broker session of a namespace: its process, liveness on the database clock,
+-- whether it drains, and whether it holds the maintenance seat.
+-- $1 namespace, $2 stale_ms, $3 seat name.
+SELECT b.broker_id, b.session_id::text AS session_id, b.hostname, b.pid,
+       (extract(epoch FROM b.started_at) * 1000)::float8 AS started_at,
+       (extract(epoch FROM b.heartbeat_at) * 1000)::float8 AS heartbeat_at,
+       (extract(epoch FROM clock_timestamp() - b.heartbeat_at) * 1000)::float8 AS silent_ms,
+       b.heartbeat_at > clock_timestamp() - $2::bigint * interval '1 millisecond' AS live,
+       (extract(epoch FROM b.draining_since) * 1000)::float8 AS draining_since,
+       (l.holder IS NOT NULL) AS leader
+FROM pgqueue_brokers b
+LEFT JOIN pgqueue_leaders l
+       ON l.namespace = b.namespace AND l.name = $3 AND l.holder = b.session_id
+      AND l.expires_at > clock_timestamp()
+WHERE b.namespace = $1
+ORDER BY b.broker_id
