@@ -41,8 +41,13 @@ def table_health(dsn: str, tables: Iterable[str] = HOT_TABLES) -> dict[str, dict
     }
 
 
+def _read(path: str) -> str:
+    with open(path) as file:
+        return file.read()
+
+
 def rss_bytes(pid: int) -> int:
-    for line in open(f"/proc/{pid}/status"):
+    for line in _read(f"/proc/{pid}/status").splitlines():
         if line.startswith("VmRSS:"):
             return int(line.split()[1]) * 1024
     return 0
@@ -50,7 +55,7 @@ def rss_bytes(pid: int) -> int:
 
 def cpu_seconds(pid: int, children: bool = False) -> float:
     """User + system CPU time of ``pid`` (and of its waited-for children)."""
-    fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+    fields = _read(f"/proc/{pid}/stat").rsplit(")", 1)[1].split()
     ticks = int(fields[11]) + int(fields[12])
     if children:
         ticks += int(fields[13]) + int(fields[14])
@@ -61,12 +66,12 @@ def postgres_pids(dsn: str) -> list[int]:
     """The postmaster and every backend of the server (for CPU accounting)."""
     with psycopg.connect(dsn, autocommit=True) as conn:
         data_dir = conn.execute("SHOW data_directory").fetchone()[0]  # type: ignore[index]
-    postmaster = int(open(os.path.join(data_dir, "postmaster.pid")).readline())
+    postmaster = int(_read(os.path.join(data_dir, "postmaster.pid")).split()[0])
     pids = [postmaster]
     for entry in os.listdir("/proc"):
         if entry.isdigit():
             try:
-                parent = open(f"/proc/{entry}/stat").read().rsplit(")", 1)[1].split()[1]
+                parent = _read(f"/proc/{entry}/stat").rsplit(")", 1)[1].split()[1]
             except OSError:
                 continue
             if int(parent) == postmaster:

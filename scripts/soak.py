@@ -70,8 +70,8 @@ class Soak:
     async def produce(self, queue: Queue) -> None:
         a = self.args
         while self.pushed < a.jobs:
-            while self.pushed - self.completed() > a.backlog:
-                await asyncio.sleep(0.02)  # load shaping: keep the backlog bounded
+            while self.pushed - self.completed() > a.backlog:  # noqa: ASYNC110
+                await asyncio.sleep(0.02)  # load shaping: a bounded backlog
             n = min(a.chunk, a.jobs - self.pushed)
             self.pushed += n
             await queue.add_bulk([{"name": "soak", "data": {"pad": PAD}} for _ in range(n)])
@@ -192,10 +192,12 @@ def plot(rows: list[dict[str, Any]], path: Path, title: str) -> None:
         (
             "table + index size (MB)",
             lambda r, n: (
-                r["tables"].get(n, {}).get("table_bytes", 0)
-                + r["tables"].get(n, {}).get("index_bytes", 0)
-            )
-            / MB,
+                (
+                    r["tables"].get(n, {}).get("table_bytes", 0)
+                    + r["tables"].get(n, {}).get("index_bytes", 0)
+                )
+                / MB
+            ),
         ),
     ]
     for ax, (label, value) in zip(axes[0][:2], panels, strict=True):

@@ -229,8 +229,7 @@ async def completed_in(dsn: str, namespace: str, queue: str) -> int:
 async def finished_rows(dsn: str, namespace: str, queue: str) -> dict[str, Any]:
     rows = await sql(
         dsn,
-        "SELECT id, state, fence, result FROM pgqueue_finished WHERE namespace = $1"
-        " AND queue = $2",
+        "SELECT id, state, fence, result FROM pgqueue_finished WHERE namespace = $1 AND queue = $2",
         namespace,
         queue,
     )
@@ -303,7 +302,8 @@ async def test_every_admitted_job_completes_exactly_once_while_brokers_die_behin
                     and await completed_in(db_dsn, namespace, ts_queue) >= at_least
                 )
 
-            await eventually(both, timeout=45, interval=0.2, message=f"{at_least} jobs of each client done")
+            done = f"{at_least} jobs of each client done"
+            await eventually(both, timeout=45, interval=0.2, message=done)
 
         await progress(30)
         phases = {"running": time.monotonic() - started}
