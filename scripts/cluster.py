@@ -211,8 +211,8 @@ class Cluster:
             dsn=dsn,
             namespace=namespace,
             embedded_data_dir=embedded_dir,
-            tcp_port=tcp_port or free_port(),
-            http_port=http_port or free_port(),
+            tcp_port=tcp_port,
+            http_port=http_port,
             bind=bind,
             check=asdict(check),
             serve_args=list(serve_args),
@@ -221,7 +221,7 @@ class Cluster:
             if broker_port_base:
                 ports = broker_port_base + 2 * (n - 1), broker_port_base + 2 * (n - 1) + 1
             else:
-                ports = free_port(), free_port()
+                ports = 0, 0  # picked right before the broker starts
             log = str(run_dir / f"broker{n}.log")
             state.brokers.append(BrokerState(n, f"broker{n}", ports[0], ports[1], log))
         state.save()
@@ -275,6 +275,8 @@ class Cluster:
     def start_broker(self, broker: BrokerState) -> None:
         if broker.alive():
             raise ClusterError(f"broker {broker.number} already runs (pid {broker.pid})")
+        if not broker.tcp_port:
+            broker.tcp_port, broker.http_port = free_port(), free_port()
         with open(broker.log, "ab") as log:
             process = subprocess.Popen(
                 self.broker_command(broker),
@@ -331,6 +333,22 @@ class Cluster:
         return HealthCheck(**self.state.check)
 
     def start_haproxy(self) -> None:
+        """Start HAProxy; free ports (0) are picked here, again if one was taken meanwhile."""
+        s = self.state
+        auto = not s.tcp_port, not s.http_port
+        for attempt in range(5):
+            if auto[0]:
+                s.tcp_port = free_port()
+            if auto[1]:
+                s.http_port = free_port()
+            try:
+                self._start_haproxy()
+                return
+            except ClusterError as exc:
+                if not any(auto) or "Address already in use" not in str(exc) or attempt == 4:
+                    raise
+
+    def _start_haproxy(self) -> None:
         s = self.state
         config = render(
             [BrokerAddress(b.broker_id, "127.0.0.1", b.tcp_port, b.http_port) for b in s.brokers],
