@@ -282,6 +282,11 @@ def main() -> int:
     p.add_argument("--retention-ms", type=int, default=60_000, help="completed jobs and events")
     p.add_argument("--no-write", action="store_true", help="do not touch docs/")
     args = p.parse_args()
+    if not args.no_write:
+        try:
+            import matplotlib  # noqa: F401
+        except ImportError:
+            p.error("the plot needs matplotlib: pip install -e '.[bench]' (or pass --no-write)")
     logging.basicConfig(level=logging.WARNING)
     run_dir = Path(tempfile.mkdtemp(prefix="pgqueue-soak-"))
     serve_args = [
