@@ -142,7 +142,7 @@ class SdkClients:
         execution = uuid.uuid4().hex
         assert job.fence is not None
         self.history.executions[job.id].append((job.fence, execution))
-        await asyncio.sleep(0.01)  # the job's work
+        await asyncio.sleep(0.05)  # the job's work: long enough to be cut by a kill
         return {"exec": execution}
 
     def on_completed(self, job: Job, result: dict[str, str]) -> None:
