@@ -92,7 +92,8 @@ WITH bound AS (
                     AND EXISTS (SELECT 1 FROM pgqueue_webhooks w
                                 WHERE w.namespace = $1 AND w.enabled)),
                  9223372036854775807)) AS xid
-), kept AS (  -- the oldest event kept; none when the queue has at most $3
+), kept AS MATERIALIZED (  -- the oldest event kept; none when the queue has at most $3;
+    -- MATERIALIZED: looked up once, never once per candidate row
     SELECT e.xid, e.id FROM pgqueue_events e
     WHERE e.namespace = $1 AND e.queue = $2 AND $3::int > 0
     ORDER BY e.xid DESC, e.id DESC

@@ -1,0 +1,335 @@
+#!/usr/bin/env python3
+"""Soak: N jobs pushed and drained through brokers behind HAProxy, with retention on.
+
+Not a test.  Brings up ``scripts/cluster.py``'s topology (embedded PostgreSQL unless
+``--dsn``), then producers (``Queue.add_bulk``) and workers (``Worker``, no-op handler)
+of the pgqueue SDK talk to HAProxy only, with a bounded backlog, while the leader's
+retention prunes finished jobs and events continuously.  Every ``--report-s``
+seconds it prints, and records, the dead tuples, table and index sizes of the hot
+tables, the claim latency (PULLB round trips that returned jobs) p50/p99, the outbox
+lag and each broker's RSS.  At the end: ``docs/images/soak.png`` (matplotlib),
+``docs/images/soak.json`` (the rows) and the figures' section of docs/operations.md.
+
+    .venv/bin/python scripts/soak.py --jobs 200000
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import logging
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from pgqueue.client import Job, Queue, Worker  # noqa: E402
+from pgqueue.client.tcp import TcpTransport  # noqa: E402
+from scripts.cluster import Cluster  # noqa: E402
+from scripts.haproxy_config import HealthCheck  # noqa: E402
+from scripts.probes import HOT_TABLES, TimedPulls, broker_gauges, rss_bytes, table_health  # noqa: E402
+
+QUEUE = "soak"
+PAD = "x" * 200  # a small realistic payload
+OPERATIONS = ROOT / "docs" / "operations.md"
+IMAGES = ROOT / "docs" / "images"
+MB = 1024 * 1024
+
+
+async def handler(job: Job) -> None:
+    return None
+
+
+class Soak:
+    def __init__(self, cluster: Cluster, args: argparse.Namespace) -> None:
+        self.cluster = cluster
+        self.args = args
+        self.url = f"pgqueue://127.0.0.1:{cluster.state.tcp_port}"
+        self.timed = TimedPulls()
+        self.transports: list[TcpTransport] = []
+        self.workers: list[Worker] = []
+        self.pushed = 0
+        self.rows: list[dict[str, Any]] = []
+        self.started = time.monotonic()
+
+    def completed(self) -> int:
+        return sum(w.processed for w in self.workers)
+
+    async def transport(self) -> TcpTransport:
+        transport = TcpTransport.from_url(self.url, pool=1, timeout=30)
+        await transport.start()
+        self.transports.append(transport)
+        return transport
+
+    async def produce(self, queue: Queue) -> None:
+        a = self.args
+        while self.pushed < a.jobs:
+            while self.pushed - self.completed() > a.backlog:  # noqa: ASYNC110
+                await asyncio.sleep(0.02)  # load shaping: a bounded backlog
+            n = min(a.chunk, a.jobs - self.pushed)
+            self.pushed += n
+            await queue.add_bulk([{"name": "soak", "data": {"pad": PAD}} for _ in range(n)])
+
+    def report(self) -> dict[str, Any]:
+        s = self.cluster.state
+        tables = table_health(s.dsn)
+        lags, staleness = [], []
+        for b in s.brokers:
+            gauges = broker_gauges(
+                b.http_port,
+                ["pgqueue_outbox_lag_transactions", "pgqueue_projection_staleness_seconds"],
+            )
+            lags.append(gauges.get("pgqueue_outbox_lag_transactions", 0.0))
+            staleness.append(gauges.get("pgqueue_projection_staleness_seconds", 0.0))
+        done = self.completed()
+        previous = self.rows[-1] if self.rows else {"completed": 0, "elapsed_s": 0.0}
+        elapsed = time.monotonic() - self.started
+        row = {
+            "elapsed_s": round(elapsed, 1),
+            "pushed": self.pushed,
+            "completed": done,
+            "jobs_per_s": round(
+                (done - previous["completed"]) / max(elapsed - previous["elapsed_s"], 1e-9)
+            ),
+            "tables": tables,
+            "claim": self.timed.take(),
+            "outbox_lag_transactions": max(lags),
+            "projection_staleness_s": max(staleness),
+            "broker_rss_bytes": {b.broker_id: rss_bytes(b.pid or 0) for b in s.brokers},
+        }
+        self.rows.append(row)
+        print(summary_line(row), flush=True)
+        return row
+
+    async def run(self) -> None:
+        a = self.args
+        for _ in range(a.workers):
+            transport = self.timed.wrap(await self.transport())
+            self.workers.append(
+                Worker(
+                    QUEUE,
+                    handler,
+                    transport,
+                    concurrency=a.concurrency,
+                    batch_size=a.concurrency,
+                    poll_timeout=0.5,
+                )
+            )
+        queues = [Queue(QUEUE, await self.transport()) for _ in range(a.producers)]
+        producers = [asyncio.create_task(self.produce(q)) for q in queues]
+        next_report = time.monotonic() + a.report_s
+        try:
+            while self.completed() < a.jobs:
+                for task in producers:
+                    if task.done() and task.exception() is not None:
+                        raise task.exception()  # type: ignore[misc]
+                if time.monotonic() >= next_report:
+                    await asyncio.to_thread(self.report)
+                    next_report += a.report_s
+                await asyncio.sleep(0.2)
+            await asyncio.to_thread(self.report)
+        finally:
+            for task in producers:
+                task.cancel()
+            await asyncio.gather(*producers, return_exceptions=True)
+            await asyncio.gather(*(w.close() for w in self.workers))
+            await asyncio.gather(*(q.close() for q in queues))
+            await asyncio.gather(*(t.close() for t in self.transports))
+
+
+def summary_line(row: dict[str, Any]) -> str:
+    t = row["tables"]
+    dead = "/".join(str(t.get(n, {}).get("dead_tuples", 0)) for n in HOT_TABLES)
+    size = "/".join(
+        f"{(t.get(n, {}).get('table_bytes', 0) + t.get(n, {}).get('index_bytes', 0)) / MB:.1f}"
+        for n in HOT_TABLES
+    )
+    rss = max(row["broker_rss_bytes"].values()) / MB
+    return (
+        f"{row['elapsed_s']:7.0f}s {row['completed']:>8} done {row['jobs_per_s']:>5}/s"
+        f"  dead {dead}  MB {size}  claim p50 {row['claim']['p50_ms']:.1f} ms"
+        f" p99 {row['claim']['p99_ms']:.1f} ms  outbox lag {row['outbox_lag_transactions']:.0f}"
+        f" tx  rss max {rss:.0f} MB"
+    )
+
+
+def flatness(rows: list[dict[str, Any]]) -> dict[str, tuple[float, float]]:
+    """First full-minute row (after warm-up) against the last one, per figure."""
+    first, last = rows[1] if len(rows) > 2 else rows[0], rows[-2] if len(rows) > 2 else rows[-1]
+
+    def figures(row: dict[str, Any]) -> dict[str, float]:
+        out: dict[str, float] = {}
+        for name, t in row["tables"].items():
+            out[f"{name} size MB"] = (t["table_bytes"] + t["index_bytes"]) / MB
+            out[f"{name} dead tuples"] = t["dead_tuples"]
+        out["claim p50 ms"] = row["claim"]["p50_ms"]
+        out["claim p99 ms"] = row["claim"]["p99_ms"]
+        out["broker RSS MB (max)"] = max(row["broker_rss_bytes"].values()) / MB
+        out["jobs/s"] = row["jobs_per_s"]
+        return out
+
+    a, b = figures(first), figures(last)
+    return {name: (a[name], b.get(name, 0.0)) for name in a}
+
+
+def plot(rows: list[dict[str, Any]], path: Path, title: str) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    x = [r["completed"] / 1000 for r in rows]
+    fig, axes = plt.subplots(2, 3, figsize=(15, 8))
+    fig.suptitle(title)
+    panels = [
+        ("dead tuples", lambda r, n: r["tables"].get(n, {}).get("dead_tuples", 0)),
+        (
+            "table + index size (MB)",
+            lambda r, n: (
+                (
+                    r["tables"].get(n, {}).get("table_bytes", 0)
+                    + r["tables"].get(n, {}).get("index_bytes", 0)
+                )
+                / MB
+            ),
+        ),
+    ]
+    for ax, (label, value) in zip(axes[0][:2], panels, strict=True):
+        for name in HOT_TABLES:
+            ax.plot(x, [value(r, name) for r in rows], marker=".", label=name)
+        ax.set_title(label)
+        ax.legend(fontsize=8)
+    ax = axes[0][2]
+    ax.plot(x, [r["claim"]["p50_ms"] for r in rows], marker=".", label="p50")
+    ax.plot(x, [r["claim"]["p99_ms"] for r in rows], marker=".", label="p99")
+    ax.set_title("claim round trip (ms)")
+    ax.legend(fontsize=8)
+    ax = axes[1][0]
+    ax.plot(x, [r["outbox_lag_transactions"] for r in rows], marker=".")
+    ax.set_title("outbox lag (transactions, max over brokers)")
+    ax = axes[1][1]
+    for broker in rows[0]["broker_rss_bytes"]:
+        ax.plot(x, [r["broker_rss_bytes"][broker] / MB for r in rows], marker=".", label=broker)
+    ax.set_title("broker RSS (MB)")
+    ax.legend(fontsize=8)
+    ax = axes[1][2]
+    ax.plot(x, [r["jobs_per_s"] for r in rows], marker=".")
+    ax.set_title("jobs completed per second")
+    for row_axes in axes:
+        for ax in row_axes:
+            ax.set_xlabel("jobs completed (thousands)")
+            ax.set_ylim(bottom=0)
+            ax.grid(alpha=0.3)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=80)
+
+
+def markdown(rows: list[dict[str, Any]], command: str) -> str:
+    lines = [
+        f"Command: `{command}`",
+        "",
+        "| elapsed | completed | jobs/s | dead tuples jobs / finished / events"
+        " | MB jobs / finished / events (table+index) | claim p50 / p99 ms | outbox lag tx"
+        " | broker RSS MB (max) |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        t = r["tables"]
+        dead = " / ".join(str(t.get(n, {}).get("dead_tuples", 0)) for n in HOT_TABLES)
+        size = " / ".join(
+            f"{(t.get(n, {}).get('table_bytes', 0) + t.get(n, {}).get('index_bytes', 0)) / MB:.1f}"
+            for n in HOT_TABLES
+        )
+        lines.append(
+            f"| {r['elapsed_s']:.0f} s | {r['completed']:,} | {r['jobs_per_s']:,} | {dead}"
+            f" | {size} | {r['claim']['p50_ms']:.1f} / {r['claim']['p99_ms']:.1f}"
+            f" | {r['outbox_lag_transactions']:.0f}"
+            f" | {max(r['broker_rss_bytes'].values()) / MB:.0f} |"
+        )
+    return "\n".join(lines)
+
+
+def write_section(path: Path, section: str, text: str) -> None:
+    start, end = f"<!-- {section}:start -->", f"<!-- {section}:end -->"
+    current = path.read_text()
+    block = f"{start}\n{text}\n{end}"
+    if start in current and end in current:
+        head, rest = current.split(start, 1)
+        current = head + block + rest.split(end, 1)[1]
+    else:
+        current = current.rstrip("\n") + "\n\n" + block + "\n"
+    path.write_text(current)
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    p.add_argument("--jobs", type=int, default=1_000_000)
+    p.add_argument("--dsn", default=None, help="a database to use (default: embedded)")
+    p.add_argument("--brokers", type=int, default=3)
+    p.add_argument("--producers", type=int, default=2)
+    p.add_argument("--workers", type=int, default=3, help="Worker objects (one connection each)")
+    p.add_argument("--concurrency", type=int, default=100, help="per worker (and pull batch)")
+    p.add_argument("--chunk", type=int, default=500, help="jobs per add_bulk")
+    p.add_argument("--backlog", type=int, default=20_000, help="most jobs waiting at once")
+    p.add_argument("--report-s", type=float, default=60.0)
+    p.add_argument("--retention-ms", type=int, default=60_000, help="completed jobs and events")
+    p.add_argument("--no-write", action="store_true", help="do not touch docs/")
+    args = p.parse_args()
+    if not args.no_write:
+        try:
+            import matplotlib  # noqa: F401
+        except ImportError:
+            p.error("the plot needs matplotlib: pip install -e '.[bench]' (or pass --no-write)")
+    logging.basicConfig(level=logging.WARNING)
+    run_dir = Path(tempfile.mkdtemp(prefix="pgqueue-soak-"))
+    serve_args = [
+        "--set",
+        "retention_interval_ms=10000",
+        "--set",
+        f"retention_completed_ms={args.retention_ms}",
+        "--set",
+        f"retention_events_ms={args.retention_ms}",
+    ]
+    cluster = Cluster.up(
+        run_dir,
+        brokers=args.brokers,
+        dsn=args.dsn,
+        namespace="soak",
+        tcp_port=0,
+        http_port=0,
+        broker_port_base=0,
+        bind="127.0.0.1",
+        check=HealthCheck(),
+        serve_args=serve_args,
+    )
+    soak = Soak(cluster, args)
+    try:
+        asyncio.run(soak.run())
+    finally:
+        cluster.down()
+        shutil.rmtree(run_dir, ignore_errors=True)
+    rows = soak.rows
+    print("\nfirst full interval -> last full interval:")
+    for name, (first, last) in flatness(rows).items():
+        ratio = f"{last / first:.2f}x" if first else "n/a"
+        print(f"  {name:32} {first:10.1f} -> {last:10.1f}  ({ratio})")
+    if not args.no_write:
+        command = "scripts/soak.py " + " ".join(sys.argv[1:])
+        IMAGES.mkdir(parents=True, exist_ok=True)
+        (IMAGES / "soak.json").write_text(json.dumps(rows, indent=1) + "\n")
+        title = f"pgqueue soak: {args.jobs:,} jobs, {args.brokers} brokers behind HAProxy"
+        plot(rows, IMAGES / "soak.png", title)
+        write_section(OPERATIONS, "soak", markdown(rows, command))
+        print(f"wrote {IMAGES / 'soak.png'}, {IMAGES / 'soak.json'} and {OPERATIONS}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,85 @@
+"""The outbox retention statements' plans: each 5,000-row batch reads the queue's
+events a bounded number of times, whatever the backlog.
+
+Found by the soak (docs/operations.md): the per-queue trim ran its "oldest event
+kept" lookup (an OFFSET of ``retention_events_per_queue`` rows) once per candidate
+row, so one batch over a 400,000-event queue took minutes (past the 30 s statement
+timeout) and the outbox grew without bound.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import asyncpg
+
+from pgqueue.db.queries import Q, Query
+
+EVENTS = 3_000
+
+
+def scans_of_events(plan: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every node of the plan that reads pgqueue_events, with how often it ran."""
+    found = []
+    if plan.get("Relation Name") == "pgqueue_events":
+        found.append(plan)
+    for child in plan.get("Plans", []):
+        found += scans_of_events(child)
+    return found
+
+
+async def explain(conn: asyncpg.Connection, query: Query, *args: Any) -> dict[str, Any]:
+    transaction = conn.transaction()
+    await transaction.start()
+    try:
+        raw = await conn.fetchval(f"EXPLAIN (ANALYZE, FORMAT JSON) {query.sql}", *args)
+    finally:
+        await transaction.rollback()
+    plan: dict[str, Any] = json.loads(raw)[0]["Plan"]
+    return plan
+
+
+async def seed(conn: asyncpg.Connection, namespace: str) -> None:
+    # Events of finished transactions: xids below any horizon.
+    await conn.execute(
+        "INSERT INTO pgqueue_events (namespace, xid, queue, job_id, type, created_at)"
+        " SELECT $1, g - 1000000, 'q', 'j' || g, 'completed',"
+        "        statement_timestamp() - interval '1 hour' + g * interval '1 millisecond'"
+        " FROM generate_series(1, $2::int) g",
+        namespace,
+        EVENTS,
+    )
+    await conn.execute("ANALYZE pgqueue_events")
+
+
+async def test_trimming_a_queue_reads_its_events_once_per_batch_not_once_per_row(
+    db_dsn: str, namespace: str
+) -> None:
+    conn = await asyncpg.connect(db_dsn)
+    try:
+        await seed(conn, namespace)
+        plan = await explain(conn, Q.event_trim_queue_returning, namespace, "q", 1_000, 500, None)
+        assert plan["Actual Rows"] == 500  # a full batch went
+        for scan in scans_of_events(plan):
+            if scan.get("Index Name") == "pgqueue_events_pkey":
+                continue  # the delete's lookup of each doomed row by id
+            assert scan["Actual Loops"] <= 1, (scan["Node Type"], scan.get("Index Name"))
+    finally:
+        await conn.close()
+
+
+async def test_pruning_old_events_reads_them_once_per_batch_not_once_per_row(
+    db_dsn: str, namespace: str
+) -> None:
+    conn = await asyncpg.connect(db_dsn)
+    try:
+        await seed(conn, namespace)
+        plan = await explain(conn, Q.event_prune_old_returning, namespace, 60_000, 500, None)
+        assert plan["Actual Rows"] == 500
+        for scan in scans_of_events(plan):
+            if scan.get("Index Name") == "pgqueue_events_pkey":
+                continue
+            assert scan["Actual Loops"] <= 1, (scan["Node Type"], scan.get("Index Name"))
+    finally:
+        await conn.close()
