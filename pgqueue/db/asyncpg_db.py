@@ -16,6 +16,7 @@ import asyncpg
 
 from pgqueue.db.errormap import translating
 from pgqueue.db.executor import Executor, Listener, Notification, Row
+from pgqueue.db.inbox import NotificationInbox
 from pgqueue.db.queries import Query
 from pgqueue.errors import DatabaseUnavailable
 
@@ -78,30 +79,26 @@ class ConnectionExecutor:
 class _AsyncpgListener:
     def __init__(self, conn: asyncpg.Connection) -> None:
         self._conn = conn
-        self._queue: asyncio.Queue[Notification | None] = asyncio.Queue()
+        self._inbox = NotificationInbox()
 
     def on_notify(self, _conn: object, _pid: int, channel: str, payload: str) -> None:
-        self._queue.put_nowait(Notification(channel, payload))
+        self._inbox.put(channel, payload)
 
     def on_terminate(self, _conn: object) -> None:
-        self._queue.put_nowait(None)
+        self._inbox.close()
 
     async def get(self) -> Notification:
-        item = await self._queue.get()
-        if item is None:
-            self._queue.put_nowait(None)
-            raise DatabaseUnavailable("the LISTEN connection closed")
-        return item
+        return await self._inbox.get()
 
     async def ping(self) -> None:
         if self._conn.is_closed():
-            self._queue.put_nowait(None)
+            self._inbox.close()
             raise DatabaseUnavailable("the LISTEN connection closed")
         try:
             with translating(write_sent=False):
                 await asyncio.wait_for(self._conn.fetchval("SELECT 1"), timeout=5)
         except Exception as exc:
-            self._queue.put_nowait(None)
+            self._inbox.close()
             if isinstance(exc, DatabaseUnavailable):
                 raise
             # e.g. asyncpg's InternalClientError when the server killed the connection

@@ -19,6 +19,7 @@ from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
 from pgqueue.db.errormap import translating
 from pgqueue.db.executor import Executor, Listener, Notification, Row
+from pgqueue.db.inbox import NotificationInbox
 from pgqueue.db.queries import Query
 from pgqueue.errors import DatabaseUnavailable
 
@@ -72,24 +73,20 @@ class _PsycopgListener:
 
     def __init__(self, conn: psycopg.AsyncConnection[Any]) -> None:
         self._conn = conn
-        self._queue: asyncio.Queue[Notification | None] = asyncio.Queue()
+        self._inbox = NotificationInbox()
         self._reader = asyncio.create_task(self._read(), name="pgqueue:psycopg-listen")
 
     async def _read(self) -> None:
         try:
             async for notify in self._conn.notifies():
-                self._queue.put_nowait(Notification(notify.channel, notify.payload))
+                self._inbox.put(notify.channel, notify.payload)
         except Exception:  # the connection broke: get() reports it
             pass
         finally:
-            self._queue.put_nowait(None)
+            self._inbox.close()
 
     async def get(self) -> Notification:
-        item = await self._queue.get()
-        if item is None:
-            self._queue.put_nowait(None)
-            raise DatabaseUnavailable("the LISTEN connection closed")
-        return item
+        return await self._inbox.get()
 
     async def ping(self) -> None:
         if self._conn.closed or self._reader.done():

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 import orjson
@@ -35,6 +36,7 @@ from pgqueue.db.queries import Q
 from pgqueue.errors import PgQueueError
 from pgqueue.maintenance.leader import LeaderElector
 from pgqueue.manager.context import EngineContext
+from pgqueue.manager.dlq.models import RedriveResult
 from pgqueue.manager.dlq.policy import DlqConfig, DlqFilter, complete_dlq_config
 from pgqueue.manager.dlq.reads import DEFAULT_DLQ_CONFIG_JSON
 from pgqueue.manager.dlq.redrive import delete_entries, redrive_entries
@@ -67,64 +69,73 @@ class DlqUpkeepReport:
         return self.auto_retried + self.expired + self.trimmed
 
 
-async def _expire(ctx: EngineContext, queue: str, config: DlqConfig, batch: int) -> int:
+async def _in_batches(
+    step: Callable[[int], Awaitable[RedriveResult]], batch: int, most: int | None = None
+) -> int:
+    """Run ``step(limit)`` batch after batch until one comes back short (or
+    ``most`` entries are done); return how many entries it acted on."""
     done = 0
-    while True:
-        result = await delete_entries(
+    while most is None or done < most:
+        limit = batch if most is None else min(batch, most - done)
+        count = (await step(limit)).count
+        done += count
+        if count < limit:
+            break
+    return done
+
+
+async def _expire(ctx: EngineContext, queue: str, config: DlqConfig, batch: int) -> int:
+    def step(limit: int) -> Awaitable[RedriveResult]:
+        return delete_entries(
             ctx,
             queue,
-            DlqFilter(expired=True, limit=batch),
+            DlqFilter(expired=True, limit=limit),
             action="expire",
             actor=UPKEEP_ACTOR,
             why="maxAge",
             audit_when_empty=False,
             recorded={"expired": True, "maxAge": config["maxAge"]},
         )
-        done += result.count
-        if result.count < batch:
-            return done
+
+    return await _in_batches(step, batch)
 
 
 async def _trim(ctx: EngineContext, queue: str, config: DlqConfig, excess: int, batch: int) -> int:
-    done = 0
-    while excess > done:
-        step = min(batch, excess - done)
-        result = await delete_entries(
+    def step(limit: int) -> Awaitable[RedriveResult]:
+        return delete_entries(
             ctx,
             queue,
-            DlqFilter(limit=step),
+            DlqFilter(limit=limit),
             action="expire",
             actor=UPKEEP_ACTOR,
             why="maxEntries",
             audit_when_empty=False,
-            recorded={"maxEntries": config["maxEntries"], "limit": step},
+            recorded={"maxEntries": config["maxEntries"], "limit": limit},
         )
-        done += result.count
-        if result.count < step:
-            break
-    return done
+
+    return await _in_batches(step, batch, most=excess)
 
 
 async def _auto_retry(ctx: EngineContext, queue: str, config: DlqConfig, batch: int) -> int:
-    done = 0
-    while True:
-        result = await redrive_entries(
+    recorded = {
+        "retriable": True,
+        "autoRetryInterval": config["autoRetryInterval"],
+        "maxAutoRetries": config["maxAutoRetries"],
+    }
+
+    def step(limit: int) -> Awaitable[RedriveResult]:
+        return redrive_entries(
             ctx,
             queue,
-            DlqFilter(retriable=True, limit=batch),
+            DlqFilter(retriable=True, limit=limit),
             action="auto_retry",
             actor=UPKEEP_ACTOR,
             why="autoRetry",
             audit_when_empty=False,
-            recorded={
-                "retriable": True,
-                "autoRetryInterval": config["autoRetryInterval"],
-                "maxAutoRetries": config["maxAutoRetries"],
-            },
+            recorded=recorded,
         )
-        done += result.count
-        if result.count < batch:
-            return done
+
+    return await _in_batches(step, batch)
 
 
 async def dlq_upkeep_once(ctx: EngineContext, *, batch: int | None = None) -> DlqUpkeepReport:

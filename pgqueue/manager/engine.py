@@ -39,13 +39,13 @@ from pgqueue.manager.completion import FailItem
 from pgqueue.manager.context import EngineContext
 from pgqueue.manager.control.ops import ControlOps
 from pgqueue.manager.dlq.ops import DlqOps
-from pgqueue.manager.models import AckItem, ClaimedJob, ItemOutcome, Job, JobCounts
+from pgqueue.manager.forwarding import forward
+from pgqueue.manager.models import AckItem, ClaimedJob, ItemOutcome, Job
 from pgqueue.manager.options import JobSpec, build_job_spec
-from pgqueue.manager.outbox import OutboxReader, ResumeToken, Subscription
+from pgqueue.manager.outbox import OutboxReader, Subscription, subscription_start
 from pgqueue.manager.parts import EngineParts
 from pgqueue.manager.webhooks.ops import WebhookOps
 from pgqueue.service import Service
-from pgqueue.vocabulary.names import validate_queue_name
 
 __all__ = ["QueueEngine"]
 
@@ -325,8 +325,7 @@ class QueueEngine(ControlOps, DlqOps, WebhookOps, ManagerBase):
     async def get_jobs_by_ids(self, job_ids: Sequence[str]) -> dict[str, Job]:
         return await reads.get_jobs_by_ids(self.ctx, job_ids)
 
-    async def get_counts(self, queue: str) -> JobCounts:
-        return await reads.get_counts(self.ctx, validate_queue_name(queue))
+    get_counts = forward(reads.get_counts)
 
     # -- events ------------------------------------------------------------------
 
@@ -347,9 +346,7 @@ class QueueEngine(ControlOps, DlqOps, WebhookOps, ManagerBase):
         before it are left out even when this broker has not read them yet
         (``exact=False`` keeps them, for a consumer that wants the overlap).
         """
-        if queue is not None:
-            validate_queue_name(queue)
-        token = ResumeToken.parse(after) if after else None
+        token = subscription_start(queue, after)
         if self.outbox is None:
             self.outbox = OutboxReader(self.db, self.config, self.notifier)
             await self.outbox.start()

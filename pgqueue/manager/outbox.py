@@ -40,8 +40,17 @@ from pgqueue.db.queries import Q
 from pgqueue.errors import PgQueueError, ValidationError
 from pgqueue.manager.notifier import Notifier
 from pgqueue.service import Service
+from pgqueue.vocabulary.names import validate_queue_name
 
-__all__ = ["Cursor", "Event", "OutboxReader", "ResumeToken", "Snapshot", "Subscription"]
+__all__ = [
+    "Cursor",
+    "Event",
+    "OutboxReader",
+    "ResumeToken",
+    "Snapshot",
+    "Subscription",
+    "subscription_start",
+]
 
 log = logging.getLogger("pgqueue.outbox")
 
@@ -504,3 +513,11 @@ class OutboxReader(Service):
                 sub.skip = None
         self.polled.set()
         return passed
+
+
+def subscription_start(queue: str | None, after: str | None) -> ResumeToken | None:
+    """Check what a subscription asks for (its queue, if any, and its resume
+    token) before anything starts; the token to resume after, or None."""
+    if queue is not None:
+        validate_queue_name(queue)
+    return ResumeToken.parse(after) if after else None

@@ -10,6 +10,7 @@ from pgqueue.db.queries import Q
 from pgqueue.manager.context import EngineContext
 from pgqueue.manager.models import Job, JobCounts
 from pgqueue.manager.rows import job_from_row
+from pgqueue.vocabulary.names import validate_queue_name
 
 __all__ = [
     "NO_RESULT",
@@ -55,6 +56,8 @@ async def get_result(ctx: EngineContext, job_id: str) -> Any:
 
 
 async def get_counts(ctx: EngineContext, queue: str) -> JobCounts:
+    """Jobs of ``queue`` per state, and whether it is paused."""
+    validate_queue_name(queue)
     rows = await ctx.db.fetch(Q.job_counts_by_state, ctx.namespace, queue)
     counts = {row["state"]: int(row["n"]) for row in rows}
     return JobCounts(

@@ -296,9 +296,7 @@ class _Decoder:
         self._heights: dict[int, tuple[object, int]] = {}
 
     def map_done(self, obj: dict[Any, Any]) -> dict[str, Any]:
-        self._containers_left -= 1
-        if self._containers_left < 0:
-            raise _too_many_containers()
+        self._count_container()
         height = 1
         absent: list[str] | None = None
         for key, value in obj.items():
@@ -308,12 +306,7 @@ class _Decoder:
             if kind in _SCALARS:
                 continue
             if kind is dict or kind is list:
-                entry = self._heights.pop(id(value), None)
-                if entry is None:
-                    if height < 2:
-                        height = 2
-                elif entry[1] >= height:
-                    height = entry[1] + 1
+                height = self._height_with(value, height)
             elif value is UNDEFINED:
                 if absent is None:
                     absent = []
@@ -328,9 +321,7 @@ class _Decoder:
         return obj
 
     def array_done(self, obj: list[Any]) -> list[Any]:
-        self._containers_left -= 1
-        if self._containers_left < 0:
-            raise _too_many_containers()
+        self._count_container()
         height = 1
         undefined = False
         for value in obj:
@@ -338,12 +329,7 @@ class _Decoder:
             if kind in _SCALARS:
                 continue
             if kind is dict or kind is list:
-                entry = self._heights.pop(id(value), None)
-                if entry is None:
-                    if height < 2:
-                        height = 2
-                elif entry[1] >= height:
-                    height = entry[1] + 1
+                height = self._height_with(value, height)
             elif value is UNDEFINED:
                 undefined = True
             else:
@@ -353,6 +339,18 @@ class _Decoder:
         if height > 1:
             self._keep_height(obj, height)
         return obj
+
+    def _count_container(self) -> None:
+        self._containers_left -= 1
+        if self._containers_left < 0:
+            raise _too_many_containers()
+
+    def _height_with(self, child: object, height: int) -> int:
+        """The height of a container so far ``height`` that holds the map or array ``child``."""
+        entry = self._heights.pop(id(child), None)
+        if entry is None:
+            return height if height >= 2 else 2
+        return entry[1] + 1 if entry[1] >= height else height
 
     def _keep_height(self, obj: object, height: int) -> None:
         """Remember the height of a container that has children, for its parent."""

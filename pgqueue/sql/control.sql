@@ -1,3 +1,16 @@
+-- fragment: job_events_then_ids
+-- The end of a statement that changes single jobs: one event per row of the
+-- CTE {rows} (its id, queue, type and payload), the NOTIFY hint, and the rows'
+-- ids as the result.  $1 namespace.
+events AS (
+    INSERT INTO pgqueue_events (namespace, queue, job_id, type, payload)
+    SELECT $1, r.queue, r.id, r.type, r.payload FROM {rows} r
+    RETURNING id, queue
+), notified AS (
+    -- include: notify_hint(namespace=$1)
+)
+SELECT r.id FROM {rows} r, (SELECT count(*) FROM notified) AS hint
+
 -- name: job_control_probe
 -- Why a job control statement missed: the job's reported state (waiting,
 -- prioritized, delayed, active, waiting-children, completed, failed; no row
@@ -148,15 +161,9 @@ FROM target t, (SELECT count(*) FROM notified) AS hint
 WITH updated AS (
     UPDATE pgqueue_jobs j SET data = $3::json
     WHERE j.namespace = $1 AND j.id = $2
-    RETURNING j.id, j.queue
-), events AS (
-    INSERT INTO pgqueue_events (namespace, queue, job_id, type, payload)
-    SELECT $1, u.queue, u.id, 'updated', '{"fields": ["data"]}'::jsonb FROM updated u
-    RETURNING id, queue
-), notified AS (
-    -- include: notify_hint(namespace=$1)
-)
-SELECT u.id FROM updated u, (SELECT count(*) FROM notified) AS hint
+    RETURNING j.id, j.queue, 'updated'::text AS type, '{"fields": ["data"]}'::jsonb AS payload
+),
+-- include: job_events_then_ids(rows=updated)
 
 -- name: job_change_priority
 -- Change the priority (and LIFO flag, when $4 is not NULL) of a pending job;
@@ -169,16 +176,10 @@ WITH changed AS (
         lifo_seq = CASE WHEN coalesce($4::bool, j.lifo) AND j.lifo_seq IS NULL
                         THEN nextval('pgqueue_lifo_seq') ELSE j.lifo_seq END
     WHERE j.namespace = $1 AND j.id = $2 AND j.state = 'pending'
-    RETURNING j.id, j.queue, j.priority, j.lifo
-), events AS (
-    INSERT INTO pgqueue_events (namespace, queue, job_id, type, payload)
-    SELECT $1, c.queue, c.id, 'priority', jsonb_build_object('priority', c.priority, 'lifo', c.lifo)
-    FROM changed c
-    RETURNING id, queue
-), notified AS (
-    -- include: notify_hint(namespace=$1)
-)
-SELECT c.id FROM changed c, (SELECT count(*) FROM notified) AS hint
+    RETURNING j.id, j.queue, 'priority'::text AS type,
+              jsonb_build_object('priority', j.priority, 'lifo', j.lifo) AS payload
+),
+-- include: job_events_then_ids(rows=changed)
 
 -- name: job_promote
 -- A delayed job becomes due now ('waiting' event, prev delayed).  $1
@@ -187,15 +188,9 @@ WITH promoted AS (
     UPDATE pgqueue_jobs j SET run_at = statement_timestamp()
     WHERE j.namespace = $1 AND j.id = $2 AND j.state = 'pending'
       AND j.run_at > statement_timestamp()
-    RETURNING j.id, j.queue
-), events AS (
-    INSERT INTO pgqueue_events (namespace, queue, job_id, type, payload)
-    SELECT $1, p.queue, p.id, 'waiting', '{"prev": "delayed"}'::jsonb FROM promoted p
-    RETURNING id, queue
-), notified AS (
-    -- include: notify_hint(namespace=$1)
-)
-SELECT p.id FROM promoted p, (SELECT count(*) FROM notified) AS hint
+    RETURNING j.id, j.queue, 'waiting'::text AS type, '{"prev": "delayed"}'::jsonb AS payload
+),
+-- include: job_events_then_ids(rows=promoted)
 
 -- name: job_promote_queue
 -- Up to $3 delayed jobs of queue $2, soonest first, become due now.
@@ -231,18 +226,10 @@ WITH changed AS (
     UPDATE pgqueue_jobs j
     SET run_at = statement_timestamp() + $3::bigint * interval '1 millisecond'
     WHERE j.namespace = $1 AND j.id = $2 AND j.state = 'pending'
-    RETURNING j.id, j.queue
-), events AS (
-    INSERT INTO pgqueue_events (namespace, queue, job_id, type, payload)
-    SELECT $1, c.queue, c.id,
-           CASE WHEN $3::bigint > 0 THEN 'delayed' ELSE 'waiting' END,
-           jsonb_build_object('delay', $3::bigint)
-    FROM changed c
-    RETURNING id, queue
-), notified AS (
-    -- include: notify_hint(namespace=$1)
-)
-SELECT c.id FROM changed c, (SELECT count(*) FROM notified) AS hint
+    RETURNING j.id, j.queue, CASE WHEN $3::bigint > 0 THEN 'delayed' ELSE 'waiting' END AS type,
+              jsonb_build_object('delay', $3::bigint) AS payload
+),
+-- include: job_events_then_ids(rows=changed)
 
 -- name: job_leased_move
 -- The worker holding an active job's lease gives it back: to pending with
@@ -271,12 +258,6 @@ WITH moved AS (
       AND (NOT $6::bool OR j.pending_deps > 0)
       AND EXISTS (SELECT 1 FROM pgqueue_brokers b
                   WHERE b.namespace = $1 AND b.broker_id = $9 AND b.session_id = $10::uuid)
-    RETURNING j.id, j.queue
-), events AS (
-    INSERT INTO pgqueue_events (namespace, queue, job_id, type, payload)
-    SELECT $1, m.queue, m.id, $7::text, $8::jsonb FROM moved m
-    RETURNING id, queue
-), notified AS (
-    -- include: notify_hint(namespace=$1)
-)
-SELECT m.id FROM moved m, (SELECT count(*) FROM notified) AS hint
+    RETURNING j.id, j.queue, $7::text AS type, $8::jsonb AS payload
+),
+-- include: job_events_then_ids(rows=moved)

@@ -1,3 +1,14 @@
+-- fragment: job_list_branch
+-- One state's head of a job_list_page: the first $4 + $5 rows of {rows} in the
+-- state {reported} (the condition {when}), by (created_at, id) {order}; skipped at
+-- once when {reported} is not asked for in $3.
+(SELECT '{src}' AS src, r.id, r.created_at
+ FROM {rows} r
+ WHERE r.namespace = $1 AND r.queue = $2 AND {when}
+   AND '{reported}' = ANY($3::text[])
+ ORDER BY r.created_at {order}, r.id {order}
+ LIMIT $4::bigint + $5::bigint)
+
 -- fragment: job_list_page
 -- One page of a queue's jobs in the reported states $3, live and finished,
 -- ordered by (created_at, id) {order} (ASC or DESC): each state reads its own
@@ -7,57 +18,19 @@
 WITH page AS (
     SELECT u.src, u.id, u.created_at
     FROM (
-    (SELECT 'live' AS src, j.id, j.created_at
-     FROM pgqueue_jobs j
-     WHERE j.namespace = $1 AND j.queue = $2 AND j.state = 'pending'
-       AND j.run_at <= statement_timestamp() AND j.priority <= 0
-       AND 'waiting' = ANY($3::text[])
-     ORDER BY j.created_at {order}, j.id {order}
-     LIMIT $4::bigint + $5::bigint)
+    -- include: job_list_branch(order={order}, src=live, rows=pgqueue_jobs, reported=waiting, when=r.state = 'pending' AND r.run_at <= statement_timestamp() AND r.priority <= 0)
     UNION ALL
-    (SELECT 'live' AS src, j.id, j.created_at
-     FROM pgqueue_jobs j
-     WHERE j.namespace = $1 AND j.queue = $2 AND j.state = 'pending'
-       AND j.run_at <= statement_timestamp() AND j.priority > 0
-       AND 'prioritized' = ANY($3::text[])
-     ORDER BY j.created_at {order}, j.id {order}
-     LIMIT $4::bigint + $5::bigint)
+    -- include: job_list_branch(order={order}, src=live, rows=pgqueue_jobs, reported=prioritized, when=r.state = 'pending' AND r.run_at <= statement_timestamp() AND r.priority > 0)
     UNION ALL
-    (SELECT 'live' AS src, j.id, j.created_at
-     FROM pgqueue_jobs j
-     WHERE j.namespace = $1 AND j.queue = $2 AND j.state = 'pending'
-       AND j.run_at > statement_timestamp()
-       AND 'delayed' = ANY($3::text[])
-     ORDER BY j.created_at {order}, j.id {order}
-     LIMIT $4::bigint + $5::bigint)
+    -- include: job_list_branch(order={order}, src=live, rows=pgqueue_jobs, reported=delayed, when=r.state = 'pending' AND r.run_at > statement_timestamp())
     UNION ALL
-    (SELECT 'live' AS src, j.id, j.created_at
-     FROM pgqueue_jobs j
-     WHERE j.namespace = $1 AND j.queue = $2 AND j.state = 'active'
-       AND 'active' = ANY($3::text[])
-     ORDER BY j.created_at {order}, j.id {order}
-     LIMIT $4::bigint + $5::bigint)
+    -- include: job_list_branch(order={order}, src=live, rows=pgqueue_jobs, reported=active, when=r.state = 'active')
     UNION ALL
-    (SELECT 'live' AS src, j.id, j.created_at
-     FROM pgqueue_jobs j
-     WHERE j.namespace = $1 AND j.queue = $2 AND j.state = 'waiting-children'
-       AND 'waiting-children' = ANY($3::text[])
-     ORDER BY j.created_at {order}, j.id {order}
-     LIMIT $4::bigint + $5::bigint)
+    -- include: job_list_branch(order={order}, src=live, rows=pgqueue_jobs, reported=waiting-children, when=r.state = 'waiting-children')
     UNION ALL
-    (SELECT 'finished' AS src, f.id, f.created_at
-     FROM pgqueue_finished f
-     WHERE f.namespace = $1 AND f.queue = $2 AND f.state = 'completed' AND NOT f.removed
-       AND 'completed' = ANY($3::text[])
-     ORDER BY f.created_at {order}, f.id {order}
-     LIMIT $4::bigint + $5::bigint)
+    -- include: job_list_branch(order={order}, src=finished, rows=pgqueue_finished, reported=completed, when=r.state = 'completed' AND NOT r.removed)
     UNION ALL
-    (SELECT 'finished' AS src, f.id, f.created_at
-     FROM pgqueue_finished f
-     WHERE f.namespace = $1 AND f.queue = $2 AND f.state = 'failed' AND NOT f.removed
-       AND 'failed' = ANY($3::text[])
-     ORDER BY f.created_at {order}, f.id {order}
-     LIMIT $4::bigint + $5::bigint)
+    -- include: job_list_branch(order={order}, src=finished, rows=pgqueue_finished, reported=failed, when=r.state = 'failed' AND NOT r.removed)
     ) AS u
     ORDER BY u.created_at {order}, u.id {order}
     OFFSET $4::bigint

@@ -99,7 +99,7 @@ async def get_counts_per_priority(ctx: EngineContext, queue: str) -> dict[int, i
 
 
 async def finished_per_minute(
-    ctx: EngineContext, queue: str, state: str, minutes: int
+    ctx: EngineContext, queue: str, state: str, minutes: int = MAX_SERIES_MINUTES
 ) -> tuple[int, list[int]]:
     """Jobs of ``queue`` that finished in ``state`` per wall-clock minute, newest first.
 

@@ -24,7 +24,7 @@ the DLQ: the others move, and the result names the skipped ones.
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import Any, NamedTuple
 
 import orjson
 
@@ -45,21 +45,27 @@ REDRIVE_ACTIONS = ("redrive", "auto_retry")
 REMOVE_ACTIONS = ("purge", "remove", "expire")
 
 
+class _Audit(NamedTuple):
+    """Who acts and why, as the one audit row of an operation records it."""
+
+    action: str
+    actor: str
+    why: str | None
+    audit_when_empty: bool
+    recorded: dict[str, Any] | None
+
+
 async def _run(
     ex: Executor,
     ctx: EngineContext,
     query: Query,
     queue: str,
     selection: DlqFilter,
-    *,
-    action: str,
-    actor: str,
-    why: str | None,
-    audit_when_empty: bool,
-    recorded: dict[str, Any] | None,
+    audit: _Audit,
 ) -> RedriveResult:
     ctx.session.check()
-    record = selection.record() if recorded is None else recorded
+    action = audit.action
+    record = selection.record() if audit.recorded is None else audit.recorded
     row: Row | None = await ex.fetchrow(
         query,
         namespace=ctx.namespace,
@@ -67,10 +73,10 @@ async def _run(
         **selection_params(selection),
         default_config=DEFAULT_DLQ_CONFIG_JSON,
         action=action,
-        actor=actor,
-        why=why,
+        actor=audit.actor,
+        why=audit.why,
         recorded=orjson.dumps(record).decode(),
-        audit_when_empty=audit_when_empty,
+        audit_when_empty=audit.audit_when_empty,
     )
     assert row is not None
     skipped = list(row.get("skipped") or ())
@@ -99,18 +105,8 @@ async def redrive_entries(
     """Move the selected entries' jobs back to waiting (see the module docstring)."""
     if action not in REDRIVE_ACTIONS:
         raise ValueError(f"not a redrive action: {action!r}")
-    return await _run(
-        ctx.db,
-        ctx,
-        Q.dlq_redrive,
-        queue,
-        selection,
-        action=action,
-        actor=actor,
-        why=why,
-        audit_when_empty=audit_when_empty,
-        recorded=recorded,
-    )
+    audit = _Audit(action, actor, why, audit_when_empty, recorded)
+    return await _run(ctx.db, ctx, Q.dlq_redrive, queue, selection, audit)
 
 
 async def delete_entries(
@@ -127,20 +123,10 @@ async def delete_entries(
     """Delete the selected entries and their failed jobs."""
     if action not in REMOVE_ACTIONS:
         raise ValueError(f"not a delete action: {action!r}")
+    audit = _Audit(action, actor, why, audit_when_empty, recorded)
 
     async def delete_in(tx: Executor) -> RedriveResult:
-        result = await _run(
-            tx,
-            ctx,
-            Q.dlq_delete,
-            queue,
-            selection,
-            action=action,
-            actor=actor,
-            why=why,
-            audit_when_empty=audit_when_empty,
-            recorded=recorded,
-        )
+        result = await _run(tx, ctx, Q.dlq_delete, queue, selection, audit)
         await drop_dangling_edges(tx, ctx, result.job_ids)
         return result
 

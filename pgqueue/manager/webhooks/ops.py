@@ -30,6 +30,7 @@ from pgqueue.ids import uuid7
 from pgqueue.manager.arguments import check_bool, check_int, check_text
 from pgqueue.manager.base import ManagerBase
 from pgqueue.manager.context import EngineContext
+from pgqueue.manager.forwarding import forward
 from pgqueue.manager.webhooks.models import Webhook, WebhookDelivery, WebhookStats
 from pgqueue.manager.webhooks.policy import (
     validate_events,
@@ -90,7 +91,8 @@ async def add_webhook(
     return await in_transaction(ctx.db, body)
 
 
-async def set_webhook_enabled(ctx: EngineContext, webhook_id: Any, enabled: Any) -> bool:
+async def set_webhook_enabled(ctx: EngineContext, webhook_id: str, enabled: bool) -> bool:
+    """Enable or disable a webhook; False when unknown."""
     webhook_id = _webhook_id(webhook_id, "id")
     enabled = check_bool(enabled, "enabled")
 
@@ -103,21 +105,29 @@ async def set_webhook_enabled(ctx: EngineContext, webhook_id: Any, enabled: Any)
     return await in_transaction(ctx.db, body)
 
 
-async def remove_webhook(ctx: EngineContext, webhook_id: Any) -> bool:
+async def remove_webhook(ctx: EngineContext, webhook_id: str) -> bool:
+    """Remove a webhook with its queued deliveries and log; False when unknown."""
     webhook_id = _webhook_id(webhook_id, "webhookId")
     row = await ctx.db.fetchrow(Q.webhook_delete, ctx.namespace, webhook_id)
     return row is not None
 
 
-async def list_webhooks(ctx: EngineContext, limit: int) -> tuple[list[Webhook], WebhookStats]:
+async def list_webhooks(
+    ctx: EngineContext, *, limit: int = MAX_LISTED_WEBHOOKS
+) -> tuple[list[Webhook], WebhookStats]:
+    """Webhooks in registration order, with totals and delivery counts."""
+    limit = check_int(limit, "limit", 1, MAX_LISTED_WEBHOOKS)
     rows = await ctx.db.fetch(Q.webhook_list, ctx.namespace, limit)
     webhooks = [Webhook.from_row(row) for row in rows]
     return webhooks, WebhookStats.of(webhooks)
 
 
 async def list_deliveries(
-    ctx: EngineContext, webhook_id: Any, status: Any, limit: Any
-) -> list[WebhookDelivery] | None:
+    ctx: EngineContext, webhook_id: str, status: str | None = None, limit: int = 100
+) -> list[WebhookDelivery]:
+    """A webhook's delivery log, newest event first; ``status`` filters
+    (pending, delivering, delivered, failed).  Raises ValidationError
+    ("Webhook not found") for an unknown webhook."""
     webhook_id = _webhook_id(webhook_id, "webhookId")
     if status is not None and status not in DELIVERY_STATUSES:
         raise ValidationError(
@@ -126,7 +136,7 @@ async def list_deliveries(
     limit = check_int(limit, "limit", 1, MAX_LISTED_DELIVERIES)
     rows = await ctx.db.fetch(Q.webhook_delivery_list, ctx.namespace, webhook_id, status, limit)
     if not rows and not await ctx.db.fetchval(Q.webhook_exists, ctx.namespace, webhook_id):
-        return None
+        raise ValidationError("Webhook not found", field="webhookId")
     return [WebhookDelivery.from_row(row) for row in rows]
 
 
@@ -151,27 +161,7 @@ class WebhookOps(ManagerBase):
         """
         return await add_webhook(self.ctx, self.webhook_guard(), url, events, queue, secret)
 
-    async def remove_webhook(self, webhook_id: str) -> bool:
-        """Remove a webhook with its queued deliveries and log; False when unknown."""
-        return await remove_webhook(self.ctx, webhook_id)
-
-    async def set_webhook_enabled(self, webhook_id: str, enabled: bool) -> bool:
-        """Enable or disable a webhook; False when unknown."""
-        return await set_webhook_enabled(self.ctx, webhook_id, enabled)
-
-    async def list_webhooks(
-        self, *, limit: int = MAX_LISTED_WEBHOOKS
-    ) -> tuple[list[Webhook], WebhookStats]:
-        """Webhooks in registration order, with totals and delivery counts."""
-        return await list_webhooks(self.ctx, check_int(limit, "limit", 1, MAX_LISTED_WEBHOOKS))
-
-    async def list_deliveries(
-        self, webhook_id: str, status: str | None = None, limit: int = 100
-    ) -> list[WebhookDelivery]:
-        """A webhook's delivery log, newest event first; ``status`` filters
-        (pending, delivering, delivered, failed).  Raises ValidationError
-        ("Webhook not found") for an unknown webhook."""
-        deliveries = await list_deliveries(self.ctx, webhook_id, status, limit)
-        if deliveries is None:
-            raise ValidationError("Webhook not found", field="webhookId")
-        return deliveries
+    remove_webhook = forward(remove_webhook)
+    set_webhook_enabled = forward(set_webhook_enabled)
+    list_webhooks = forward(list_webhooks)
+    list_deliveries = forward(list_deliveries)

@@ -193,20 +193,21 @@ async def remove_unprocessed_children(req: Request) -> None:
     await req.manager.remove_unprocessed_children(req.fields.job_id("id"))
 
 
+def _deduplication_key(req: Request) -> tuple[str, str]:
+    """The queue and the ``deduplicationId`` a deduplication command names."""
+    return req.fields.queue(), req.fields.job_id("deduplicationId")
+
+
 @command("GetDeduplicationJobId")
 async def get_deduplication_job_id(req: Request) -> dict[str, Any]:
-    f = req.fields
-    queue = f.queue()
-    key = f.job_id("deduplicationId")
-    return {"data": {"jobId": await req.manager.get_deduplication_job_id(queue, key)}}
+    job_id = await req.manager.get_deduplication_job_id(*_deduplication_key(req))
+    return {"data": {"jobId": job_id}}
 
 
 @command("RemoveDeduplicationKey")
 async def remove_deduplication_key(req: Request) -> dict[str, Any]:
-    f = req.fields
-    queue = f.queue()
-    key = f.job_id("deduplicationId")
-    return {"data": {"count": await req.manager.remove_deduplication_key(queue, key)}}
+    count = await req.manager.remove_deduplication_key(*_deduplication_key(req))
+    return {"data": {"count": count}}
 
 
 @command("RemoveJobDeduplicationKey")
