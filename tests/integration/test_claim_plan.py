@@ -169,6 +169,6 @@ async def test_the_plan_check_rejects_a_claim_without_its_index(backlog: Backlog
 
 async def test_the_lease_expiry_scan_uses_the_lease_index(backlog: Backlog) -> None:
     async with connection(backlog.dsn) as conn:
-        plan = await explain(conn, Q.job_lock_expired_leases, NAMESPACE, 500)
+        plan = await explain(conn, Q.job_lock_expired_leases, NAMESPACE, 500, None)
     assert scans_of_jobs(plan) == ["Index Scan pgqueue_jobs_lease_idx"], json.dumps(plan, indent=1)
     assert any(n["Node Type"] == "LockRows" for n in walk(plan))
