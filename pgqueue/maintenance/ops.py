@@ -63,9 +63,12 @@ class MaintenanceOps(ManagerBase):
         time with it; ``None``, the default, is the database clock)."""
         return await reap_once(self.ctx, now)
 
-    async def retention_pass(self) -> RetentionReport:
-        """Run one retention pass now (finished jobs, events, dead workers)."""
-        return await retain_once(self.ctx)
+    async def retention_pass(self, *, now: datetime | None = None) -> RetentionReport:
+        """Run one retention pass now (finished jobs, events, dead workers).
+
+        ``now``: the instant finished jobs' ages are measured against (a test
+        moves time with it; ``None``, the default, is the database clock)."""
+        return await retain_once(self.ctx, now=now)
 
     async def trim_events(self, queue: str, max_length: int) -> int:
         """Keep only the newest ``max_length`` events of ``queue``."""
