@@ -32,6 +32,19 @@ async def test_reaper_requeues_a_job_whose_owner_vanished(db_dsn: str, namespace
         assert "stalled" in await events_of(db_dsn, namespace, job_id)
 
 
+async def test_the_reaper_judges_leases_on_the_clock_it_is_given(
+    manager: PostgresQueueManager,
+) -> None:
+    """``now=None`` (production) is the database clock: a fresh lease stays; a
+    clock past its end requeues the job, which is then claimable at once."""
+    job_id = await manager.push("q", "n", 1)
+    await manager.pull_batch("q", 1, lock_ttl_ms=60_000)
+    assert (await manager.reap()).total == 0
+    assert (await manager.reap(now=clock_ahead(30_000))).total == 0, "the lease runs on"
+    assert (await manager.reap(now=clock_ahead(HOUR_MS))).stalled == 1
+    assert [c.id for c in await manager.pull_batch("q", 1)] == [job_id]
+
+
 async def test_job_is_dead_lettered_after_max_stalls(
     manager: PostgresQueueManager, db_dsn: str, namespace: str
 ) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pgqueue.runtime import PostgresQueueManager
 from tests.conftest import start_manager
-from tests.helpers import DAY_MS, clock_ahead, count_rows, sql, trim_until
+from tests.helpers import DAY_MS, HOUR_MS, clock_ahead, count_rows, sql, trim_until
 
 
 async def test_old_completed_jobs_and_their_logs_are_pruned_but_live_jobs_stay(
@@ -20,6 +20,18 @@ async def test_old_completed_jobs_and_their_logs_are_pruned_but_live_jobs_stay(
     assert await manager.get_state(done) == "unknown"
     assert await manager.get_state(live) == "waiting"
     assert await count_rows(db_dsn, "pgqueue_job_logs", namespace) == 0
+
+
+async def test_finished_jobs_age_on_the_clock_the_pass_is_given(
+    manager: PostgresQueueManager,
+) -> None:
+    """``now=None`` (production) is the database clock: a job finished just now stays."""
+    done = await manager.push("q", "n", 1)
+    [claim] = await manager.pull_batch("q", 1)
+    await manager.ack(done, claim.token)
+    assert (await manager.retention_pass()).finished == 0
+    assert (await manager.retention_pass(now=clock_ahead(HOUR_MS))).finished == 0
+    assert (await manager.retention_pass(now=clock_ahead(2 * DAY_MS))).finished == 1
 
 
 async def _finish_kids(m: PostgresQueueManager, n: int) -> list[str]:
