@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 import asyncpg
@@ -35,6 +36,16 @@ async def expire_lease(dsn: str, namespace: str, job_id: str) -> None:
         namespace,
         job_id,
     )
+
+
+def clock_ahead(ms: float) -> datetime:
+    """An instant ``ms`` from now: the ``now`` a test hands to ``reap`` or
+    ``retention_pass`` to move time (instead of rewriting rows)."""
+    return datetime.now(UTC) + timedelta(milliseconds=ms)
+
+
+HOUR_MS = 3_600_000
+DAY_MS = 24 * HOUR_MS
 
 
 async def make_due(dsn: str, namespace: str, job_id: str) -> None:

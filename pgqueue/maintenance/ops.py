@@ -9,6 +9,8 @@ maintenance.
 
 from __future__ import annotations
 
+from datetime import datetime
+
 from pgqueue.maintenance.dlq_upkeep import DlqUpkeep, DlqUpkeepReport, dlq_upkeep_once
 from pgqueue.maintenance.leader import LeaderElector
 from pgqueue.maintenance.reaper import Reaper, ReapReport, reap_once
@@ -54,13 +56,19 @@ class MaintenanceOps(ManagerBase):
     def webhook_delivery(self) -> WebhookDelivery | None:
         return None if self.upkeep is None else self.upkeep.webhook_delivery
 
-    async def reap(self) -> ReapReport:
-        """Run one reaper sweep now (every broker does this on its own every interval)."""
-        return await reap_once(self.ctx)
+    async def reap(self, *, now: datetime | None = None) -> ReapReport:
+        """Run one reaper sweep now (every broker does this on its own every interval).
 
-    async def retention_pass(self) -> RetentionReport:
-        """Run one retention pass now (finished jobs, events, dead workers)."""
-        return await retain_once(self.ctx)
+        ``now``: the instant leases and TTLs are judged against (a test moves
+        time with it; ``None``, the default, is the database clock)."""
+        return await reap_once(self.ctx, now)
+
+    async def retention_pass(self, *, now: datetime | None = None) -> RetentionReport:
+        """Run one retention pass now (finished jobs, events, dead workers).
+
+        ``now``: the instant finished jobs' ages are measured against (a test
+        moves time with it; ``None``, the default, is the database clock)."""
+        return await retain_once(self.ctx, now=now)
 
     async def trim_events(self, queue: str, max_length: int) -> int:
         """Keep only the newest ``max_length`` events of ``queue``."""

@@ -21,6 +21,7 @@ import asyncio
 import functools
 import logging
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 import orjson
@@ -80,8 +81,10 @@ class _Batch:
     applied: int
 
 
-async def _reap_leases_in(tx: Executor, *, ctx: EngineContext, report: ReapReport) -> _Batch:
-    rows = await tx.fetch(Q.job_lock_expired_leases, ctx.namespace, ctx.config.reaper_batch)
+async def _reap_leases_in(
+    tx: Executor, *, ctx: EngineContext, report: ReapReport, now: datetime | None
+) -> _Batch:
+    rows = await tx.fetch(Q.job_lock_expired_leases, ctx.namespace, ctx.config.reaper_batch, now)
     if not rows:
         return _Batch(0, 0)
     settings = await _stall_settings(tx, ctx, rows)
@@ -172,8 +175,10 @@ async def _reap_leases_in(tx: Executor, *, ctx: EngineContext, report: ReapRepor
     return _Batch(len(rows), applied)
 
 
-async def _reap_ttl_in(tx: Executor, *, ctx: EngineContext, report: ReapReport) -> _Batch:
-    rows = await tx.fetch(Q.job_lock_expired_ttl, ctx.namespace, ctx.config.reaper_batch)
+async def _reap_ttl_in(
+    tx: Executor, *, ctx: EngineContext, report: ReapReport, now: datetime | None
+) -> _Batch:
+    rows = await tx.fetch(Q.job_lock_expired_ttl, ctx.namespace, ctx.config.reaper_batch, now)
     applied = 0
     if rows:
         done = await dead_letter_locked(
@@ -198,8 +203,12 @@ async def _reap_ttl_in(tx: Executor, *, ctx: EngineContext, report: ReapReport) 
     return _Batch(len(rows), applied)
 
 
-async def reap_once(ctx: EngineContext) -> ReapReport:
+async def reap_once(ctx: EngineContext, now: datetime | None = None) -> ReapReport:
     """Sweep until no expired lease or TTL is left (each batch its own transaction).
+
+    ``now`` is the instant leases and TTLs are judged against: ``None`` (every
+    production sweep) is the database clock; a test passes a later instant to
+    move time instead of rewriting rows.  The writes stay on the database clock.
 
     A full batch of which nothing could be written (the writes check this
     broker's session: a fenced one, whose row was purged, applies nothing)
@@ -209,7 +218,9 @@ async def reap_once(ctx: EngineContext) -> ReapReport:
     batch = ctx.config.reaper_batch
     for sweep in (_reap_leases_in, _reap_ttl_in):
         while True:
-            done = await in_transaction(ctx.db, functools.partial(sweep, ctx=ctx, report=report))
+            done = await in_transaction(
+                ctx.db, functools.partial(sweep, ctx=ctx, report=report, now=now)
+            )
             if done.locked < batch or done.applied == 0:
                 break
     return report

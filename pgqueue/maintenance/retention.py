@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from dataclasses import dataclass
+from datetime import datetime
 from functools import partial
 
 from pgqueue.db.executor import Executor
@@ -48,23 +49,24 @@ class RetentionReport:
     workers: int = 0
 
 
-async def _prune_finished_batch(tx: Executor, ctx: EngineContext) -> int:
+async def _prune_finished_batch(tx: Executor, ctx: EngineContext, now: datetime | None) -> int:
     row = await tx.fetchrow(
         Q.finished_prune,
         ctx.namespace,
         ctx.config.retention_completed_ms,
         ctx.config.retention_failed_ms,
         BATCH,
+        now,
     )
     assert row is not None
     await drop_dangling_edges(tx, ctx, list(row["failed_ids"]))
     return int(row["pruned"])
 
 
-async def _prune_finished(ctx: EngineContext) -> int:
+async def _prune_finished(ctx: EngineContext, now: datetime | None) -> int:
     total = 0
     while True:
-        done = await in_transaction(ctx.db, partial(_prune_finished_batch, ctx=ctx))
+        done = await in_transaction(ctx.db, partial(_prune_finished_batch, ctx=ctx, now=now))
         total += done
         if done < BATCH:
             return total
@@ -92,12 +94,19 @@ async def trim_queue_events(
             return removed
 
 
-async def retain_once(ctx: EngineContext, horizon: int | None = None) -> RetentionReport:
+async def retain_once(
+    ctx: EngineContext, horizon: int | None = None, now: datetime | None = None
+) -> RetentionReport:
     """One retention pass (see the module docstring).  Events are deleted only
-    below the commit-safe horizon, and below ``horizon`` when given."""
+    below the commit-safe horizon, and below ``horizon`` when given.
+
+    ``now`` is the instant finished jobs' ages are measured against: ``None``
+    (every production pass) is the database clock; a test passes a later
+    instant to move time instead of rewriting rows.  Events and workers are
+    judged on the database clock."""
     config = ctx.config
     report = RetentionReport()
-    report.finished = await _prune_finished(ctx)
+    report.finished = await _prune_finished(ctx, now)
     while True:
         rows = await ctx.db.fetch(
             Q.event_prune_old_returning, ctx.namespace, config.retention_events_ms, BATCH, horizon

@@ -56,28 +56,31 @@ FOR UPDATE SKIP LOCKED
 
 -- name: job_lock_expired_leases
 -- Active jobs whose lease ended on the database clock, oldest first, locked
--- for the reaper.  $1 namespace, $2 limit.
+-- for the reaper.  $1 namespace, $2 limit, $3 the clock (NULL: the database
+-- clock; a test passes a later instant to move time).
 SELECT j.id, j.queue, j.fence, j.attempts, j.max_attempts, j.backoff_type, j.backoff_ms,
        j.backoff_max_ms, j.stall_count, j.timeout_ms, j.stall_timeout_ms,
        j.lease_owner, j.lease_broker, j.attempt_log,
        (extract(epoch FROM j.started_at) * 1000)::float8 AS started_at,
        (extract(epoch FROM j.lease_until) * 1000)::float8 AS lease_until,
        (j.timeout_ms IS NOT NULL
-        AND j.started_at + j.timeout_ms * interval '1 millisecond' <= statement_timestamp())
+        AND j.started_at + j.timeout_ms * interval '1 millisecond' <= clock.now)
            AS timed_out,
-       (extract(epoch FROM statement_timestamp()) * 1000)::float8 AS now
-FROM pgqueue_jobs j
-WHERE j.namespace = $1 AND j.state = 'active' AND j.lease_until <= statement_timestamp()
+       (extract(epoch FROM clock.now) * 1000)::float8 AS now
+FROM pgqueue_jobs j,
+     (SELECT coalesce($3::timestamptz, statement_timestamp()) AS now) clock
+WHERE j.namespace = $1 AND j.state = 'active' AND j.lease_until <= clock.now
 ORDER BY j.lease_until, j.id
 LIMIT $2
 FOR UPDATE OF j SKIP LOCKED
 
 -- name: job_lock_expired_ttl
 -- Pending jobs whose TTL passed on the database clock, locked for the reaper.
--- $1 namespace, $2 limit.
+-- $1 namespace, $2 limit, $3 the clock (NULL: the database clock).
 SELECT j.id, j.queue, j.fence, j.attempt_log
 FROM pgqueue_jobs j
-WHERE j.namespace = $1 AND j.state = 'pending' AND j.expires_at <= statement_timestamp()
+WHERE j.namespace = $1 AND j.state = 'pending'
+  AND j.expires_at <= coalesce($3::timestamptz, statement_timestamp())
 ORDER BY j.expires_at, j.id
 LIMIT $2
 FOR UPDATE OF j SKIP LOCKED

@@ -5,17 +5,20 @@
 -- flow child is kept while its parent is live or dead-lettered (its result,
 -- or its error, is what the parent reads when it runs, also after a
 -- redrive); it becomes prunable once the parent has finished for good.
--- $1 namespace, $4 batch size.  Returns how many rows went and the ids of
--- the failed ones, whose edges from dead dependents the caller then drops
--- (dependency_edges_drop_dangling) in the same transaction.
+-- $1 namespace, $4 batch size, $5 the clock the ages are measured against
+-- (NULL: the database clock; a test passes a later instant to move time).
+-- Returns how many rows went and the ids of the failed ones, whose edges from
+-- dead dependents the caller then drops (dependency_edges_drop_dangling) in
+-- the same transaction.
 WITH doomed AS (
     SELECT f.id
-    FROM pgqueue_finished f
+    FROM pgqueue_finished f,
+         (SELECT coalesce($5::timestamptz, statement_timestamp()) AS now) clock
     WHERE f.namespace = $1
       AND ((f.state = 'completed'
-            AND f.finished_at < statement_timestamp() - $2::bigint * interval '1 millisecond')
+            AND f.finished_at < clock.now - $2::bigint * interval '1 millisecond')
         OR (f.state = 'failed'
-            AND f.finished_at < statement_timestamp() - $3::bigint * interval '1 millisecond'
+            AND f.finished_at < clock.now - $3::bigint * interval '1 millisecond'
             AND NOT EXISTS (SELECT 1 FROM pgqueue_dlq d
                             WHERE d.namespace = $1 AND d.job_id = f.id)))
       AND (f.parent_id IS NULL

@@ -14,6 +14,7 @@ import json
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import asyncpg
@@ -169,6 +170,17 @@ async def test_the_plan_check_rejects_a_claim_without_its_index(backlog: Backlog
 
 async def test_the_lease_expiry_scan_uses_the_lease_index(backlog: Backlog) -> None:
     async with connection(backlog.dsn) as conn:
-        plan = await explain(conn, Q.job_lock_expired_leases, NAMESPACE, 500)
+        plan = await explain(conn, Q.job_lock_expired_leases, NAMESPACE, 500, None)
     assert scans_of_jobs(plan) == ["Index Scan pgqueue_jobs_lease_idx"], json.dumps(plan, indent=1)
     assert any(n["Node Type"] == "LockRows" for n in walk(plan))
+
+
+@pytest.mark.parametrize("plan_cache_mode", ["force_custom_plan", "force_generic_plan"])
+async def test_the_lease_expiry_scan_keeps_the_lease_index_under_a_moved_clock(
+    backlog: Backlog, plan_cache_mode: str
+) -> None:
+    """The injected clock (``coalesce($3, statement_timestamp())``) does not change the plan."""
+    later = datetime.now(UTC) + timedelta(hours=1)
+    async with connection(backlog.dsn, plan_cache_mode) as conn:
+        plan = await explain(conn, Q.job_lock_expired_leases, NAMESPACE, 500, later)
+    assert scans_of_jobs(plan) == ["Index Scan pgqueue_jobs_lease_idx"], json.dumps(plan, indent=1)

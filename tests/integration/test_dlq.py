@@ -15,7 +15,7 @@ from pgqueue.manager.dlq.policy import DEFAULT_DLQ_CONFIG, DLQ_REASONS
 from pgqueue.manager.dlq.reads import DEFAULT_DLQ_CONFIG_JSON
 from pgqueue.runtime import PostgresQueueManager
 from tests.conftest import start_manager
-from tests.helpers import count_rows, events_of, expire_lease, sql, sql_value
+from tests.helpers import HOUR_MS, clock_ahead, count_rows, events_of, sql, sql_value
 
 ACTOR = "ops-token"
 
@@ -148,30 +148,15 @@ async def test_stats_count_every_reason_of_jobs_dead_lettered_through_the_engine
     await dead_letter(manager, "q", 2)
     # stalled: the lease expires and maxStalls is 0.
     await manager.set_stall_config("q", {"maxStalls": 0})
-    stalled = await manager.push("q", "stalls", 1)
+    await manager.push("q", "stalls", 1)
     await manager.pull_batch("q", 1)
-    await expire_lease(db_dsn, namespace, stalled)
-    assert (await manager.reap()).dead_lettered == 1
+    assert (await manager.reap(now=clock_ahead(HOUR_MS))).dead_lettered == 1
     # timeout: the job ran past its processing timeout.
-    timed_out = await manager.push("q", "slow", 1, timeout=1000, attempts=1)
+    await manager.push("q", "slow", 1, timeout=1000, attempts=1)
     await manager.pull_batch("q", 1)
-    await sql(
-        db_dsn,
-        "UPDATE pgqueue_jobs SET started_at = clock_timestamp() - interval '2 s',"
-        " lease_until = clock_timestamp() - interval '1 s' WHERE namespace = $1 AND id = $2",
-        namespace,
-        timed_out,
-    )
     # ttl_expired: still pending when its TTL passed.
-    expired = await manager.push("q", "late", 1, ttl=60_000)
-    await sql(
-        db_dsn,
-        "UPDATE pgqueue_jobs SET expires_at = clock_timestamp() - interval '1 ms'"
-        " WHERE namespace = $1 AND id = $2",
-        namespace,
-        expired,
-    )
-    report = await manager.reap()
+    await manager.push("q", "late", 1, ttl=60_000)
+    report = await manager.reap(now=clock_ahead(HOUR_MS))  # past the timeout, lease and TTL
     assert (report.dead_lettered, report.ttl_expired) == (1, 1)
     await dead_letter(manager, "elsewhere", 1)
 
@@ -358,14 +343,7 @@ async def test_a_redriven_ttl_expired_job_gets_a_fresh_ttl_window(
     manager: PostgresQueueManager, db_dsn: str, namespace: str
 ) -> None:
     job_id = await manager.push("q", "late", 1, ttl=60_000)
-    await sql(
-        db_dsn,
-        "UPDATE pgqueue_jobs SET expires_at = clock_timestamp() - interval '1 ms'"
-        " WHERE namespace = $1 AND id = $2",
-        namespace,
-        job_id,
-    )
-    assert (await manager.reap()).ttl_expired == 1
+    assert (await manager.reap(now=clock_ahead(HOUR_MS))).ttl_expired == 1
     assert await manager.redrive("q", reason="ttl_expired", actor=ACTOR) == 1
     assert (await manager.reap()).ttl_expired == 0
     [claim] = await manager.pull_batch("q", 1)
@@ -554,16 +532,14 @@ async def test_stall_config_has_defaults_takes_patches_and_drives_the_reaper(
     job_id = await manager.push("q", "n", 1)
     for expected in ("waiting", "failed"):
         await manager.pull_batch("q", 1)
-        await expire_lease(db_dsn, namespace, job_id)
-        await manager.reap()
+        await manager.reap(now=clock_ahead(HOUR_MS))
         assert await manager.get_state(job_id) == expected
     [entry] = await manager.list_dlq("q")
     assert entry.reason == "stalled"
     await manager.set_stall_config("q", {"enabled": False, "maxStalls": 0})
     other = await manager.push("q", "n", 2)
     await manager.pull_batch("q", 1)
-    await expire_lease(db_dsn, namespace, other)
-    await manager.reap()
+    await manager.reap(now=clock_ahead(HOUR_MS))
     assert await manager.get_state(other) == "waiting", "stall detection off: only requeued"
 
 

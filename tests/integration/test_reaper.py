@@ -8,7 +8,7 @@ from pgqueue.config import Config
 from pgqueue.runtime import PostgresQueueManager
 from pgqueue.testing import eventually
 from tests.conftest import MANAGER_DEFAULTS, start_manager
-from tests.helpers import events_of, expire_lease, sql, sql_value
+from tests.helpers import HOUR_MS, clock_ahead, events_of, expire_lease, sql, sql_value
 
 
 async def test_reaper_requeues_a_job_whose_owner_vanished(db_dsn: str, namespace: str) -> None:
@@ -22,8 +22,7 @@ async def test_reaper_requeues_a_job_whose_owner_vanished(db_dsn: str, namespace
         # The owner dies without releasing anything: close its pool, keep its leases.
         await vanished.close(release_leases=False)
         assert await survivor.get_state(job_id) == "active"
-        await expire_lease(db_dsn, namespace, job_id)
-        report = await survivor.reap()
+        report = await survivor.reap(now=clock_ahead(HOUR_MS))  # its lease has ended
         assert report.stalled == 1
         job = await survivor.get_job(job_id)
         assert job is not None and job.state == "waiting" and job.stall_count == 1
@@ -33,18 +32,29 @@ async def test_reaper_requeues_a_job_whose_owner_vanished(db_dsn: str, namespace
         assert "stalled" in await events_of(db_dsn, namespace, job_id)
 
 
+async def test_the_reaper_judges_leases_on_the_clock_it_is_given(
+    manager: PostgresQueueManager,
+) -> None:
+    """``now=None`` (production) is the database clock: a fresh lease stays; a
+    clock past its end requeues the job, which is then claimable at once."""
+    job_id = await manager.push("q", "n", 1)
+    await manager.pull_batch("q", 1, lock_ttl_ms=60_000)
+    assert (await manager.reap()).total == 0
+    assert (await manager.reap(now=clock_ahead(30_000))).total == 0, "the lease runs on"
+    assert (await manager.reap(now=clock_ahead(HOUR_MS))).stalled == 1
+    assert [c.id for c in await manager.pull_batch("q", 1)] == [job_id]
+
+
 async def test_job_is_dead_lettered_after_max_stalls(
     manager: PostgresQueueManager, db_dsn: str, namespace: str
 ) -> None:
     job_id = await manager.push("q", "n", 1)
     for _ in range(3):  # max_stalls_default = 3 requeues ...
         await manager.pull_batch("q", 1)
-        await expire_lease(db_dsn, namespace, job_id)
-        await manager.reap()
+        await manager.reap(now=clock_ahead(HOUR_MS))
         assert await manager.get_state(job_id) == "waiting"
     await manager.pull_batch("q", 1)  # ... and the fourth stall dead-letters it
-    await expire_lease(db_dsn, namespace, job_id)
-    report = await manager.reap()
+    report = await manager.reap(now=clock_ahead(HOUR_MS))
     assert report.dead_lettered == 1
     assert await manager.get_state(job_id) == "failed"
     assert (
@@ -64,8 +74,7 @@ async def test_stall_settings_per_queue_are_honoured(
         namespace,
     )
     await manager.pull_batch("q", 1)
-    await expire_lease(db_dsn, namespace, job_id)
-    await manager.reap()
+    await manager.reap(now=clock_ahead(HOUR_MS))
     assert await manager.get_state(job_id) == "failed"
 
 
@@ -74,13 +83,7 @@ async def test_a_job_past_its_timeout_fails_as_a_timeout(
 ) -> None:
     job_id = await manager.push("q", "n", 1, timeout=1000, attempts=1)
     await manager.pull_batch("q", 1)
-    await sql(
-        db_dsn,
-        "UPDATE pgqueue_jobs SET started_at = clock_timestamp() - interval '2 s',"
-        " lease_until = clock_timestamp() - interval '1 s' WHERE id = $1",
-        job_id,
-    )
-    await manager.reap()
+    await manager.reap(now=clock_ahead(HOUR_MS))  # past the timeout and the lease
     assert await manager.get_state(job_id) == "failed"
     assert (
         await sql_value(db_dsn, "SELECT reason FROM pgqueue_dlq WHERE job_id = $1", job_id)
@@ -92,12 +95,7 @@ async def test_a_pending_job_past_its_ttl_is_dead_lettered_not_lost(
     manager: PostgresQueueManager, db_dsn: str
 ) -> None:
     job_id = await manager.push("q", "n", 1, ttl=60_000)
-    await sql(
-        db_dsn,
-        "UPDATE pgqueue_jobs SET expires_at = clock_timestamp() - interval '1 ms' WHERE id = $1",
-        job_id,
-    )
-    report = await manager.reap()
+    report = await manager.reap(now=clock_ahead(HOUR_MS))
     assert report.ttl_expired == 1
     assert (
         await sql_value(db_dsn, "SELECT reason FROM pgqueue_dlq WHERE job_id = $1", job_id)
@@ -174,15 +172,9 @@ async def test_a_sweep_by_a_broker_whose_session_row_was_purged_ends_and_writes_
     applies, and a sweep that kept re-reading the same full batch would never end."""
     async with start_manager(db_dsn, namespace, broker_id="purged", reaper_batch=2) as m:
         ids = [await m.push("q", "n", i, ttl=60_000) for i in range(5)]
-        await sql(
-            db_dsn,
-            "UPDATE pgqueue_jobs SET expires_at = clock_timestamp() - interval '1 ms'"
-            " WHERE namespace = $1",
-            namespace,
-        )
         await sql(db_dsn, "DELETE FROM pgqueue_brokers WHERE namespace = $1", namespace)
-        report = await asyncio.wait_for(m.reap(), timeout=10)
+        report = await asyncio.wait_for(m.reap(now=clock_ahead(HOUR_MS)), timeout=10)
         assert report.total == 0, "a purged session applies nothing"
         assert {await m.get_state(job_id) for job_id in ids} == {"waiting"}
     async with start_manager(db_dsn, namespace, broker_id="live", reaper_batch=2) as live:
-        assert (await live.reap()).ttl_expired == 5
+        assert (await live.reap(now=clock_ahead(HOUR_MS))).ttl_expired == 5

@@ -4,16 +4,7 @@ from __future__ import annotations
 
 from pgqueue.runtime import PostgresQueueManager
 from tests.conftest import start_manager
-from tests.helpers import count_rows, sql, trim_until
-
-
-async def _age(dsn: str, table: str, column: str, namespace: str) -> None:
-    assert table.startswith("pgqueue_") and column.isidentifier()
-    await sql(
-        dsn,
-        f"UPDATE {table} SET {column} = {column} - interval '30 days' WHERE namespace = $1",
-        namespace,
-    )
+from tests.helpers import DAY_MS, HOUR_MS, clock_ahead, count_rows, sql, trim_until
 
 
 async def test_old_completed_jobs_and_their_logs_are_pruned_but_live_jobs_stay(
@@ -24,12 +15,23 @@ async def test_old_completed_jobs_and_their_logs_are_pruned_but_live_jobs_stay(
     await manager.add_log(done, "a line")
     await manager.ack(done, claim.token)
     live = await manager.push("q", "n", 2)
-    await _age(db_dsn, "pgqueue_finished", "finished_at", namespace)
-    report = await manager.retention_pass()
+    report = await manager.retention_pass(now=clock_ahead(30 * DAY_MS))
     assert report.finished == 1
     assert await manager.get_state(done) == "unknown"
     assert await manager.get_state(live) == "waiting"
     assert await count_rows(db_dsn, "pgqueue_job_logs", namespace) == 0
+
+
+async def test_finished_jobs_age_on_the_clock_the_pass_is_given(
+    manager: PostgresQueueManager,
+) -> None:
+    """``now=None`` (production) is the database clock: a job finished just now stays."""
+    done = await manager.push("q", "n", 1)
+    [claim] = await manager.pull_batch("q", 1)
+    await manager.ack(done, claim.token)
+    assert (await manager.retention_pass()).finished == 0
+    assert (await manager.retention_pass(now=clock_ahead(HOUR_MS))).finished == 0
+    assert (await manager.retention_pass(now=clock_ahead(2 * DAY_MS))).finished == 1
 
 
 async def _finish_kids(m: PostgresQueueManager, n: int) -> list[str]:
@@ -56,8 +58,9 @@ async def test_old_results_of_children_are_kept_until_their_waiting_parent_has_f
     parent_id = tree["id"]
     [a, b, c] = [child["id"] for child in tree["children"]]
     assert sorted(await _finish_kids(manager, 2)) == sorted([a, b])
-    await _age(db_dsn, "pgqueue_finished", "finished_at", namespace)
-    assert (await manager.retention_pass()).finished == 0, "the parent still waits for them"
+    assert (await manager.retention_pass(now=clock_ahead(30 * DAY_MS))).finished == 0, (
+        "the parent still waits for them"
+    )
     await manager.promote(c)
     assert await _finish_kids(manager, 1) == [c]
     [claim] = await manager.pull_batch("parents", 1)
@@ -68,8 +71,9 @@ async def test_old_results_of_children_are_kept_until_their_waiting_parent_has_f
         f"kids:{c}": "result of c",
     }
     await manager.ack(claim.id, claim.token, "all three")
-    await _age(db_dsn, "pgqueue_finished", "finished_at", namespace)
-    assert (await manager.retention_pass()).finished == 4, "once it finished, they all go"
+    assert (await manager.retention_pass(now=clock_ahead(30 * DAY_MS))).finished == 4, (
+        "once it finished, they all go"
+    )
 
 
 async def test_a_dead_lettered_parent_keeps_its_childrens_results_for_a_redrive(
@@ -97,8 +101,7 @@ async def test_a_dead_lettered_parent_keeps_its_childrens_results_for_a_redrive(
     [claim] = await manager.pull_batch("kids", 1)
     await manager.fail(claim.id, claim.token, "b broke")
     assert await manager.get_state(parent_id) == "failed"
-    await _age(db_dsn, "pgqueue_finished", "finished_at", namespace)
-    await manager.retention_pass()
+    await manager.retention_pass(now=clock_ahead(30 * DAY_MS))
     assert await manager.get_state(a) == "completed", "the parent can still be redriven"
     assert await manager.retry_job(b, actor="ops")
     assert await _finish_kids(manager, 1) == [b]
@@ -135,8 +138,9 @@ async def test_pruning_a_failed_job_a_dead_lettered_parent_depended_on_lets_it_b
         [claim] = await manager.pull_batch(queue, 1)
         await manager.fail(claim.id, claim.token, f"{queue} broke")
     assert await manager.get_state(parent_id) == "failed"
-    await _age(db_dsn, "pgqueue_finished", "finished_at", namespace)
-    assert (await manager.retention_pass()).finished == 1, "only dep: no DLQ entry, no parent"
+    assert (await manager.retention_pass(now=clock_ahead(30 * DAY_MS))).finished == 1, (
+        "only dep: no DLQ entry, no parent"
+    )
     assert await manager.retry_job(c, actor="ops")
     assert await _finish_kids(manager, 1) == [c]
     assert await manager.retry_job(parent_id, actor="ops")
@@ -149,8 +153,7 @@ async def test_dead_lettered_jobs_are_kept_while_their_dlq_entry_exists(
     job_id = await manager.push("q", "n", 1, attempts=1)
     [claim] = await manager.pull_batch("q", 1)
     await manager.fail(claim.id, claim.token, "x")
-    await _age(db_dsn, "pgqueue_finished", "finished_at", namespace)
-    await manager.retention_pass()
+    await manager.retention_pass(now=clock_ahead(30 * DAY_MS))
     assert await manager.get_state(job_id) == "failed"
 
 
