@@ -377,7 +377,7 @@ async def test_every_admitted_job_completes_exactly_once_while_brokers_die_behin
         assert all(s.current_sessions > 0 for s in tcp_servers(cluster).values())
 
         # SIGKILL broker1: HAProxy marks it down within its check window.
-        cli(run_dir, "kill", "1")
+        await asyncio.to_thread(cli, run_dir, "kill", "1")
         killed_at = time.monotonic()  # the signal went just before the command returned
         await eventually(
             lambda: not tcp_servers(cluster)["broker1"].up,
@@ -396,7 +396,7 @@ async def test_every_admitted_job_completes_exactly_once_while_brokers_die_behin
         phases["killed"] = time.monotonic() - started
 
         # SIGTERM broker2: it drains (/readyz 503) and leaves the rotation.
-        cli(run_dir, "stop", "2")
+        await asyncio.to_thread(cli, run_dir, "stop", "2")
         await eventually(
             lambda: not tcp_servers(cluster)["broker2"].up,
             timeout=10,
@@ -407,8 +407,8 @@ async def test_every_admitted_job_completes_exactly_once_while_brokers_die_behin
 
         # Both come back; HAProxy routes to them again, and new connections go to
         # them first (least connections): the load spreads back.
-        cli(run_dir, "restart", "1")
-        cli(run_dir, "restart", "2")
+        await asyncio.to_thread(cli, run_dir, "restart", "1")
+        await asyncio.to_thread(cli, run_dir, "restart", "2")
         await eventually(
             lambda: all(s.up for s in tcp_servers(cluster).values()),
             timeout=10,
