@@ -83,3 +83,32 @@ async def test_pruning_old_events_reads_them_once_per_batch_not_once_per_row(
             assert scan["Actual Loops"] <= 1, (scan["Node Type"], scan.get("Index Name"))
     finally:
         await conn.close()
+
+
+async def test_pruning_old_events_does_not_read_the_recent_ones(
+    db_dsn: str, namespace: str
+) -> None:
+    """Found by the soak: each batch of the age-based prune looked at every event
+    younger than the retention (to find each queue's first one), so a pass cost
+    O(recent events x batches) and the outbox's retention fell behind at scale."""
+    conn = await asyncpg.connect(db_dsn)
+    try:
+        await seed(conn, namespace)
+        recent = 20_000
+        await conn.execute(
+            "INSERT INTO pgqueue_events (namespace, xid, queue, job_id, type)"
+            " SELECT $1, g - 900000, 'q', 'r' || g, 'completed'"
+            " FROM generate_series(1, $2::int) g",
+            namespace,
+            recent,
+        )
+        await conn.execute("ANALYZE pgqueue_events")
+        plan = await explain(conn, Q.event_prune_old_returning, namespace, 60_000, 500, None)
+        read = sum(
+            scan["Actual Rows"] * scan["Actual Loops"]
+            for scan in scans_of_events(plan)
+            if scan.get("Index Name") != "pgqueue_events_pkey"
+        )
+        assert read <= 2 * 500, read  # the batch's window, not the recent events
+    finally:
+        await conn.close()
