@@ -1,7 +1,9 @@
 -- name: finished_prune
 -- Forget finished jobs older than their retention: completed ones (and the
 -- completion proofs of removed ones) after $2 ms; failed ones only when they
--- have no DLQ entry (the DLQ's own maxAge decides those) after $3 ms.  A
+-- have no DLQ entry (the DLQ's own maxAge decides those) after $3 ms.  Each
+-- queue's oldest first, along the listing index (namespace, queue, state,
+-- finished_at): a batch never reads the jobs still retained.  A
 -- flow child is kept while its parent is live or dead-lettered (its result,
 -- or its error, is what the parent reads when it runs, also after a
 -- redrive); it becomes prunable once the parent has finished for good.
@@ -10,27 +12,35 @@
 -- Returns how many rows went and the ids of the failed ones, whose edges from
 -- dead dependents the caller then drops (dependency_edges_drop_dangling) in
 -- the same transaction.
-WITH doomed AS (
+WITH clock AS (
+    SELECT coalesce($5::timestamptz, statement_timestamp()) AS now
+), aged AS (  -- per queue and state, the oldest first, along the listing index
     SELECT f.id
-    FROM pgqueue_finished f,
-         (SELECT coalesce($5::timestamptz, statement_timestamp()) AS now) clock
-    WHERE f.namespace = $1
-      AND ((f.state = 'completed'
-            AND f.finished_at < clock.now - $2::bigint * interval '1 millisecond')
-        OR (f.state = 'failed'
-            AND f.finished_at < clock.now - $3::bigint * interval '1 millisecond'
-            AND NOT EXISTS (SELECT 1 FROM pgqueue_dlq d
-                            WHERE d.namespace = $1 AND d.job_id = f.id)))
-      AND (f.parent_id IS NULL
-           OR (NOT EXISTS (SELECT 1 FROM pgqueue_jobs p
-                           WHERE p.namespace = $1 AND p.id = f.parent_id)
-               AND NOT EXISTS (SELECT 1 FROM pgqueue_dlq p
-                               WHERE p.namespace = $1 AND p.job_id = f.parent_id)))
-    LIMIT $4
+    FROM pgqueue_queues q
+    CROSS JOIN clock
+    CROSS JOIN LATERAL (VALUES ('completed', $2::bigint), ('failed', $3::bigint)) AS s(state, ms)
+    CROSS JOIN LATERAL (
+        SELECT f.id
+        FROM pgqueue_finished f
+        WHERE f.namespace = $1 AND f.queue = q.queue AND f.state = s.state
+          AND f.finished_at < clock.now - s.ms * interval '1 millisecond'
+          AND (s.state = 'completed'
+               OR NOT EXISTS (SELECT 1 FROM pgqueue_dlq d
+                              WHERE d.namespace = $1 AND d.job_id = f.id))
+          AND (f.parent_id IS NULL
+               OR (NOT EXISTS (SELECT 1 FROM pgqueue_jobs p
+                               WHERE p.namespace = $1 AND p.id = f.parent_id)
+                   AND NOT EXISTS (SELECT 1 FROM pgqueue_dlq p
+                                   WHERE p.namespace = $1 AND p.job_id = f.parent_id)))
+        ORDER BY f.finished_at, f.id
+        LIMIT $4
+    ) f
+    WHERE q.namespace = $1
+), doomed AS (
+    SELECT a.id FROM aged a LIMIT $4
 ), gone AS (
-    DELETE FROM pgqueue_finished f
-    USING doomed d
-    WHERE f.namespace = $1 AND f.id = d.id
+    DELETE FROM pgqueue_finished f  -- by primary key: never a scan of the table
+    WHERE f.namespace = $1 AND f.id = ANY (ARRAY(SELECT d.id FROM doomed d))
     RETURNING f.id, f.state
 ), logs AS (
     DELETE FROM pgqueue_job_logs l

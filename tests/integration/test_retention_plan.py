@@ -139,13 +139,22 @@ async def test_pruning_finished_jobs_does_not_read_the_recent_ones(
             " FROM generate_series(1, 21000) g ORDER BY random()",
             namespace,
         )
+        await conn.execute(
+            "INSERT INTO pgqueue_queues (namespace, queue) VALUES ($1, 'q')", namespace
+        )
         await conn.execute("ANALYZE pgqueue_finished")
         plan = await explain(conn, Q.finished_prune, namespace, 86_400_000, 86_400_000, 500, None)
+        assert plan["Actual Rows"] == 1
+        assert scans_of(plan, "pgqueue_finished")  # it read the table
         read = sum(
             scan["Actual Rows"] * scan["Actual Loops"]
             for scan in scans_of(plan, "pgqueue_finished")
             if scan.get("Index Name") != "pgqueue_finished_pkey"
         )
         assert read <= 2 * 500, read  # the old ones, not the 20,000 retained
+        row = await conn.fetchrow(
+            Q.finished_prune.sql, namespace, 86_400_000, 86_400_000, 500, None
+        )
+        assert row["pruned"] == 500
     finally:
         await conn.close()
