@@ -108,12 +108,13 @@ async def retain_once(
     report = RetentionReport()
     report.finished = await _prune_finished(ctx, now)
     while True:
-        rows = await ctx.db.fetch(
+        row = await ctx.db.fetchrow(
             Q.event_prune_old_returning, ctx.namespace, config.retention_events_ms, BATCH, horizon
         )
-        report.events += len(rows)
-        if len(rows) < BATCH:
-            break
+        assert row is not None
+        report.events += row["pruned"]
+        if row["scanned"] < BATCH or row["pruned"] < row["scanned"]:
+            break  # the window held the newest events, or events still to keep
     for row in await ctx.db.fetch(Q.event_queues, ctx.namespace):
         report.events += await trim_queue_events(
             ctx, row["queue"], config.retention_events_per_queue, horizon

@@ -1,7 +1,9 @@
 -- name: finished_prune
 -- Forget finished jobs older than their retention: completed ones (and the
 -- completion proofs of removed ones) after $2 ms; failed ones only when they
--- have no DLQ entry (the DLQ's own maxAge decides those) after $3 ms.  A
+-- have no DLQ entry (the DLQ's own maxAge decides those) after $3 ms.  Each
+-- queue's oldest first, along the listing index (namespace, queue, state,
+-- finished_at): a batch never reads the jobs still retained.  A
 -- flow child is kept while its parent is live or dead-lettered (its result,
 -- or its error, is what the parent reads when it runs, also after a
 -- redrive); it becomes prunable once the parent has finished for good.
@@ -10,27 +12,35 @@
 -- Returns how many rows went and the ids of the failed ones, whose edges from
 -- dead dependents the caller then drops (dependency_edges_drop_dangling) in
 -- the same transaction.
-WITH doomed AS (
+WITH clock AS (
+    SELECT coalesce($5::timestamptz, statement_timestamp()) AS now
+), aged AS (  -- per queue and state, the oldest first, along the listing index
     SELECT f.id
-    FROM pgqueue_finished f,
-         (SELECT coalesce($5::timestamptz, statement_timestamp()) AS now) clock
-    WHERE f.namespace = $1
-      AND ((f.state = 'completed'
-            AND f.finished_at < clock.now - $2::bigint * interval '1 millisecond')
-        OR (f.state = 'failed'
-            AND f.finished_at < clock.now - $3::bigint * interval '1 millisecond'
-            AND NOT EXISTS (SELECT 1 FROM pgqueue_dlq d
-                            WHERE d.namespace = $1 AND d.job_id = f.id)))
-      AND (f.parent_id IS NULL
-           OR (NOT EXISTS (SELECT 1 FROM pgqueue_jobs p
-                           WHERE p.namespace = $1 AND p.id = f.parent_id)
-               AND NOT EXISTS (SELECT 1 FROM pgqueue_dlq p
-                               WHERE p.namespace = $1 AND p.job_id = f.parent_id)))
-    LIMIT $4
+    FROM pgqueue_queues q
+    CROSS JOIN clock
+    CROSS JOIN LATERAL (VALUES ('completed', $2::bigint), ('failed', $3::bigint)) AS s(state, ms)
+    CROSS JOIN LATERAL (
+        SELECT f.id
+        FROM pgqueue_finished f
+        WHERE f.namespace = $1 AND f.queue = q.queue AND f.state = s.state
+          AND f.finished_at < clock.now - s.ms * interval '1 millisecond'
+          AND (s.state = 'completed'
+               OR NOT EXISTS (SELECT 1 FROM pgqueue_dlq d
+                              WHERE d.namespace = $1 AND d.job_id = f.id))
+          AND (f.parent_id IS NULL
+               OR (NOT EXISTS (SELECT 1 FROM pgqueue_jobs p
+                               WHERE p.namespace = $1 AND p.id = f.parent_id)
+                   AND NOT EXISTS (SELECT 1 FROM pgqueue_dlq p
+                                   WHERE p.namespace = $1 AND p.job_id = f.parent_id)))
+        ORDER BY f.finished_at, f.id
+        LIMIT $4
+    ) f
+    WHERE q.namespace = $1
+), doomed AS (
+    SELECT a.id FROM aged a LIMIT $4
 ), gone AS (
-    DELETE FROM pgqueue_finished f
-    USING doomed d
-    WHERE f.namespace = $1 AND f.id = d.id
+    DELETE FROM pgqueue_finished f  -- by primary key: never a scan of the table
+    WHERE f.namespace = $1 AND f.id = ANY (ARRAY(SELECT d.id FROM doomed d))
     RETURNING f.id, f.state
 ), logs AS (
     DELETE FROM pgqueue_job_logs l
@@ -42,12 +52,16 @@ SELECT count(*)::int AS pruned,
 FROM gone g
 
 -- name: event_prune_old_returning
--- Delete outbox events older than $2 ms, at most $3, each queue's as a prefix
--- in (xid, id) order (those before the queue's first newer event): only of
--- transactions below the commit-safe horizon (this snapshot's xmin, and $4
--- when given: the horizon of the previous pass, which every reader has passed
--- since), and never one that enabled webhooks have not fanned out yet.
--- Raises each queue's prune mark in the same statement.  $1 namespace.
+-- Delete outbox events older than $2 ms, each queue's as a prefix in (xid, id)
+-- order (those before the queue's first newer event), looking only at the
+-- window of the $3 oldest events (the head of the cursor index: a batch never
+-- reads the recent events, however many there are): only of transactions
+-- below the commit-safe horizon (this snapshot's xmin, and $4 when given: the
+-- horizon of the previous pass, which every reader has passed since), and
+-- never one that enabled webhooks have not fanned out yet.  Raises each
+-- queue's prune mark in the same statement.  $1 namespace.  Returns the
+-- window's size and how many of it went: the caller goes on while whole
+-- windows go.
 WITH bound AS (
     SELECT least(
         pg_snapshot_xmin(pg_current_snapshot())::text::bigint,
@@ -57,19 +71,21 @@ WITH bound AS (
                     AND EXISTS (SELECT 1 FROM pgqueue_webhooks w
                                 WHERE w.namespace = $1 AND w.enabled)),
                  9223372036854775807)) AS xid
-), newer AS (
-    SELECT DISTINCT ON (e.queue) e.queue, e.xid, e.id
-    FROM pgqueue_events e
-    WHERE e.namespace = $1
-      AND e.created_at >= statement_timestamp() - $2::bigint * interval '1 millisecond'
-    ORDER BY e.queue, e.xid, e.id
-), doomed AS (
-    SELECT e.id FROM pgqueue_events e CROSS JOIN bound b
-    LEFT JOIN newer n ON n.queue = e.queue
+), window_ AS MATERIALIZED (
+    SELECT e.id, e.xid, e.queue,
+           e.created_at >= statement_timestamp() - $2::bigint * interval '1 millisecond' AS recent
+    FROM pgqueue_events e CROSS JOIN bound b
     WHERE e.namespace = $1 AND e.xid < b.xid
-      AND (n.queue IS NULL OR (e.xid, e.id) < (n.xid, n.id))
     ORDER BY e.xid, e.id
     LIMIT $3
+), first_recent AS (  -- each queue's first event of the window still to keep
+    SELECT DISTINCT ON (w.queue) w.queue, w.xid, w.id
+    FROM window_ w WHERE w.recent
+    ORDER BY w.queue, w.xid, w.id
+), doomed AS (
+    SELECT w.id FROM window_ w
+    LEFT JOIN first_recent f ON f.queue = w.queue
+    WHERE NOT w.recent AND (f.queue IS NULL OR (w.xid, w.id) < (f.xid, f.id))
 ), gone AS (
     DELETE FROM pgqueue_events e USING doomed d WHERE e.id = d.id
     RETURNING e.id, e.xid, e.queue
@@ -79,7 +95,7 @@ WITH bound AS (
     ON CONFLICT (namespace, queue) DO UPDATE
         SET xid = greatest(m.xid, excluded.xid), pruned_at = statement_timestamp()
 )
-SELECT g.id FROM gone g
+SELECT (SELECT count(*) FROM window_)::int AS scanned, (SELECT count(*) FROM gone)::int AS pruned
 
 -- name: event_trim_queue_returning
 -- Keep the newest $3 events of queue $2 and delete up to $4 older ones, as a

@@ -1,7 +1,7 @@
 """Three brokers behind HAProxy (scripts/cluster.py), clients that know only HAProxy.
 
-Producers and workers of the pgqueue SDK and of the official TypeScript client run
-through the load balancer while one broker is killed with SIGKILL and another one
+Producers and workers of the pgqueue SDK and of the official clients (TypeScript and
+Python) run through the load balancer while one broker is killed with SIGKILL and another one
 drained with SIGTERM; both come back.  The history (every push outcome, every
 handler execution, every acknowledgement the worker saw accepted or refused) is
 checked against the database: every admitted job completed exactly once, no
@@ -36,7 +36,7 @@ from pgqueue.testing import eventually
 from scripts.cluster import ClusterState
 from scripts.haproxy_config import HealthCheck
 from scripts.haproxy_stats import ServerStat, show_stat
-from tests.acceptance.clients.runner import BunNotInstalledError, bun_path, js_dir
+from tests.acceptance.clients.runner import PY_DIR, BunNotInstalledError, bun_path, js_dir
 from tests.helpers import sql
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -167,9 +167,12 @@ class SdkClients:
             n += len(ids)
             await asyncio.sleep(0.05)  # a steady producer, not a flood
 
-    async def close(self) -> None:
+    async def stop_producing(self) -> None:
         self.stop.set()
         await self.producer
+
+    async def close(self) -> None:
+        await self.stop_producing()
         await asyncio.gather(*(w.close() for w in self.workers))
         await self.queue.close()
 
@@ -213,6 +216,67 @@ async def ts_client(
         if process.returncode is None:
             process.kill()
             await process.wait()
+
+
+@pytest.fixture
+async def py_client(
+    cluster: ClusterState, tmp_path: Path
+) -> AsyncIterator[tuple[asyncio.subprocess.Process, Path, str]]:
+    """The official Python client (PyPI bunqueue-client) running py/lb_history.py."""
+    stop_file = tmp_path / "stop-py"
+    queue = f"lb-py-{uuid.uuid4().hex[:8]}"
+    env = {
+        **os.environ,
+        "PGQ_HOST": "127.0.0.1",
+        "PGQ_TCP_PORT": str(cluster.tcp_port),
+        "PGQ_QUEUE": queue,
+        "PGQ_STOP_FILE": str(stop_file),
+        "PGQ_HISTORY_FILE": str(tmp_path / "py-history.json"),
+        "PGQ_LOCK_MS": str(LEASE_MS),
+        "PGQ_TIMEOUT_MS": "150000",
+    }
+    python = os.environ.get("PGQUEUE_PYTHON", sys.executable)
+    process = await asyncio.create_subprocess_exec(
+        python,
+        str(PY_DIR / "lb_history.py"),
+        cwd=PY_DIR,
+        env=env,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    try:
+        yield process, stop_file, queue
+    finally:
+        if process.returncode is None:
+            process.kill()
+            await process.wait()
+
+
+async def finish_client(
+    process: asyncio.subprocess.Process, history_file: Path, what: str
+) -> dict[str, Any]:
+    """Wait for an official client's scenario to end; its history."""
+    stdout, stderr = await asyncio.wait_for(process.communicate(), timeout=90)
+    assert process.returncode == 0, f"{what}:\n{stdout.decode()[-3000:]}\n{stderr.decode()[-3000:]}"
+    history: dict[str, Any] = json.loads(await asyncio.to_thread(history_file.read_text))
+    return history
+
+
+async def check_client_history(
+    dsn: str, namespace: str, queue: str, history: dict[str, Any], what: str
+) -> None:
+    """Every job an official client saw admitted completed once, with a result
+    its handler produced and its worker saw accepted."""
+    rows = await finished_rows(dsn, namespace, queue)
+    events = await completion_events(dsn, namespace, queue)
+    assert history["admitted"], f"the {what} client admitted nothing"
+    assert set(history["admitted"]) <= set(rows), f"an admitted {what} job was lost"
+    for job_id, row in rows.items():
+        assert row["state"] == "completed", (job_id, row["state"])
+        assert events.get(job_id) == 1, (job_id, events.get(job_id))
+        stored = json.loads(row["result"])["exec"]
+        assert stored in history["executions"][job_id]
+        assert stored in history["completed"][job_id]
 
 
 async def completed_in(dsn: str, namespace: str, queue: str) -> int:
@@ -282,6 +346,7 @@ class Pings:
 async def test_every_admitted_job_completes_exactly_once_while_brokers_die_behind_haproxy(
     cluster: ClusterState,
     ts_client: tuple[asyncio.subprocess.Process, Path, str],
+    py_client: tuple[asyncio.subprocess.Process, Path, str],
     db_dsn: str,
     namespace: str,
     tmp_path: Path,
@@ -290,6 +355,7 @@ async def test_every_admitted_job_completes_exactly_once_while_brokers_die_behin
     url = f"pgqueue://127.0.0.1:{cluster.tcp_port}"
     sdk_queue = f"lb-sdk-{uuid.uuid4().hex[:8]}"
     ts_process, ts_stop, ts_queue = ts_client
+    py_process, py_stop, py_queue = py_client
     sdk = SdkClients(url, sdk_queue)
     run_dir = cluster.path
     pings = Pings()
@@ -297,10 +363,10 @@ async def test_every_admitted_job_completes_exactly_once_while_brokers_die_behin
 
         async def progress(at_least: int) -> None:
             async def both() -> bool:
-                return (
-                    await completed_in(db_dsn, namespace, sdk_queue) >= at_least
-                    and await completed_in(db_dsn, namespace, ts_queue) >= at_least
-                )
+                for queue in (sdk_queue, ts_queue, py_queue):
+                    if await completed_in(db_dsn, namespace, queue) < at_least:
+                        return False
+                return True
 
             done = f"{at_least} jobs of each client done"
             await eventually(both, timeout=45, interval=0.2, message=done)
@@ -311,7 +377,7 @@ async def test_every_admitted_job_completes_exactly_once_while_brokers_die_behin
         assert all(s.current_sessions > 0 for s in tcp_servers(cluster).values())
 
         # SIGKILL broker1: HAProxy marks it down within its check window.
-        cli(run_dir, "kill", "1")
+        await asyncio.to_thread(cli, run_dir, "kill", "1")
         killed_at = time.monotonic()  # the signal went just before the command returned
         await eventually(
             lambda: not tcp_servers(cluster)["broker1"].up,
@@ -330,7 +396,7 @@ async def test_every_admitted_job_completes_exactly_once_while_brokers_die_behin
         phases["killed"] = time.monotonic() - started
 
         # SIGTERM broker2: it drains (/readyz 503) and leaves the rotation.
-        cli(run_dir, "stop", "2")
+        await asyncio.to_thread(cli, run_dir, "stop", "2")
         await eventually(
             lambda: not tcp_servers(cluster)["broker2"].up,
             timeout=10,
@@ -341,8 +407,8 @@ async def test_every_admitted_job_completes_exactly_once_while_brokers_die_behin
 
         # Both come back; HAProxy routes to them again, and new connections go to
         # them first (least connections): the load spreads back.
-        cli(run_dir, "restart", "1")
-        cli(run_dir, "restart", "2")
+        await asyncio.to_thread(cli, run_dir, "restart", "1")
+        await asyncio.to_thread(cli, run_dir, "restart", "2")
         await eventually(
             lambda: all(s.up for s in tcp_servers(cluster).values()),
             timeout=10,
@@ -359,18 +425,21 @@ async def test_every_admitted_job_completes_exactly_once_while_brokers_die_behin
     finally:
         pings.close()
         ts_stop.touch()
-        await sdk.close()
-    stdout, stderr = await asyncio.wait_for(ts_process.communicate(), timeout=90)
-    assert ts_process.returncode == 0, f"{stdout.decode()[-3000:]}\n{stderr.decode()[-3000:]}"
-    ts = json.loads((tmp_path / "ts-history.json").read_text())
-
-    # Jobs whose push raised may still have been committed: they must complete too.
-    for queue in (sdk_queue, ts_queue):
-        await eventually(
-            lambda q=queue: _no_live_jobs(db_dsn, namespace, q),
-            timeout=30,
-            message=f"no live job left in {queue}",
-        )
+        py_stop.touch()
+        await sdk.stop_producing()
+        try:
+            # Jobs whose push raised may still have been committed: they must
+            # complete too, so the workers run until no job is left.
+            for queue in (sdk_queue, ts_queue, py_queue):
+                await eventually(
+                    lambda q=queue: _no_live_jobs(db_dsn, namespace, q),
+                    timeout=60,
+                    message=f"no live job left in {queue}",
+                )
+        finally:
+            await sdk.close()
+    ts = await finish_client(ts_process, tmp_path / "ts-history.json", "TypeScript client")
+    py = await finish_client(py_process, tmp_path / "py-history.json", "Python client")
 
     # SDK: every admitted job completed once, by the claim that was current.
     history = sdk.history
@@ -386,16 +455,9 @@ async def test_every_admitted_job_completes_exactly_once_while_brokers_die_behin
         assert stored == accepted[0]
         fences = dict((e, f) for f, e in history.executions[job_id])
         assert fences[stored] == row["fence"], "an ack of a stale claim was accepted"
-    # TypeScript client: the same, from its own history.
-    rows = await finished_rows(db_dsn, namespace, ts_queue)
-    events = await completion_events(db_dsn, namespace, ts_queue)
-    assert ts["admitted"] and set(ts["admitted"]) <= set(rows), "an admitted TS job was lost"
-    for job_id, row in rows.items():
-        assert row["state"] == "completed", (job_id, row["state"])
-        assert events.get(job_id) == 1, (job_id, events.get(job_id))
-        stored = json.loads(row["result"])["exec"]
-        assert stored in ts["executions"][job_id]
-        assert stored in ts["completed"][job_id]
+    # The official clients: the same, from their own histories.
+    await check_client_history(db_dsn, namespace, ts_queue, ts, "TypeScript")
+    await check_client_history(db_dsn, namespace, py_queue, py, "Python")
     phases["checked"] = time.monotonic() - started
     assert phases["checked"] < 120, phases
     reruns = sum(len(v) > 1 for v in history.executions.values())
@@ -403,7 +465,8 @@ async def test_every_admitted_job_completes_exactly_once_while_brokers_die_behin
         f"sdk: {len(history.admitted)} admitted, {reruns} re-run, "
         f"{sum(map(len, history.refused.values()))} acks refused, "
         f"{len(history.push_errors)} push errors; ts: {len(ts['admitted'])} admitted, "
-        f"{len(ts['pushErrors'])} push errors, detection {detected_s:.2f} s, phases {phases}"
+        f"{len(ts['pushErrors'])} push errors; py: {len(py['admitted'])} admitted, "
+        f"{len(py['pushErrors'])} push errors, detection {detected_s:.2f} s, phases {phases}"
     )
 
 
