@@ -20,6 +20,7 @@ from tests.acceptance.command_support import (
     remote_error,
     state,
 )
+from tests.helpers import sql_value
 
 pair = support.pair
 clients = support.clients
@@ -161,13 +162,48 @@ async def test_after_a_move_the_broker_no_longer_offers_the_old_token(clients: C
     await b.call("ACK", {"id": job_id, "token": token})
 
 
-async def test_move_to_delayed_of_a_waiting_job_says_it_is_not_active(clients: Clients) -> None:
+async def test_move_to_delayed_of_a_waiting_job_delays_it_on_the_database_clock(
+    pair: Pair, clients: Clients
+) -> None:
+    a, b = clients
+    queue = new_queue()
+    waiting = await push(a, queue)
+    prioritized = await push(a, queue, priority=5)
+    for job_id in (waiting, prioritized):
+        assert bare(await b.call("MoveToDelayed", {"id": job_id, "delay": 600_000})) == {"ok": True}
+        assert await state(a, job_id) == "delayed"
+    left = await sql_value(
+        pair.dsn,
+        "SELECT extract(epoch FROM run_at - statement_timestamp()) * 1000"
+        " FROM pgqueue_jobs WHERE namespace = $1 AND id = $2",
+        pair.namespace,
+        waiting,
+    )
+    assert 590_000 < float(left) <= 600_000
+    answer = await a.call("PULL", {"queue": queue, "owner": "w", "timeout": 0})
+    assert answer["job"] is None, "a delayed job is not claimed before it is due"
+
+
+async def test_move_to_delayed_of_a_finished_or_unknown_job_is_refused(clients: Clients) -> None:
     a, _ = clients
-    job_id = await push(a, new_queue())
+    job_id = await complete(a, new_queue())
     error = await remote_error(a, "MoveToDelayed", {"id": job_id, "delay": 1000})
-    assert error == "Job is not active (current state: waiting)"
+    assert error == "Job is not active (current state: completed)"
     error = await remote_error(a, "MoveToDelayed", {"id": "no-such-job", "delay": 1000})
     assert error == "Job not found"
+
+
+async def test_move_to_delayed_of_an_active_job_without_its_token_is_refused(
+    clients: Clients,
+) -> None:
+    a, b = clients
+    queue = new_queue()
+    job_id = await push(a, queue)
+    _, token = await pull(a, queue)
+    error = await remote_error(b, "MoveToDelayed", {"id": job_id, "delay": 1000})
+    assert error == f"Lock token required for job {job_id}"
+    assert await state(a, job_id) == "active"
+    await a.call("ACK", {"id": job_id, "token": token})
 
 
 async def test_move_to_delayed_with_a_stale_token_changes_nothing(clients: Clients) -> None:
