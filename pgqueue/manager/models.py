@@ -145,7 +145,7 @@ class AckItem:
     where: str | None = None
 
 
-OutcomeReason = Literal["already-finalized", "lease-lost", "not-found"]
+OutcomeReason = Literal["already-finalized", "lease-lost", "not-found", "cancelled"]
 """Why an item of a batch was not applied (:attr:`ItemOutcome.reason`)."""
 
 
@@ -155,7 +155,8 @@ class ItemOutcome:
 
     ``applied`` is true when the transition happened.  Otherwise ``reason`` says
     why: ``already-finalized`` (the job is completed or failed),
-    ``lease-lost`` (stale token, fence or lease), ``not-found``.
+    ``lease-lost`` (stale token, fence or lease), ``not-found``; a lease
+    renewal also says ``cancelled`` (the job was cancelled while active).
 
     ``error`` is set when this item was not decided although others of its
     batch were (G1): the error that stopped it, an

@@ -49,14 +49,36 @@ async def test_cancel_removes_a_waiting_job_for_every_broker(clients: Clients) -
     assert await state(a, job_id) == "unknown"
 
 
-async def test_cancel_refuses_an_active_job_and_leaves_it_running(clients: Clients) -> None:
+async def test_cancel_of_an_active_job_ends_it_and_its_heartbeats_say_so(
+    clients: Clients,
+) -> None:
     a, b = clients
     queue = new_queue()
     job_id = await push(a, queue)
-    await pull(a, queue)
-    error = await remote_error(b, "Cancel", {"id": job_id})
-    assert error == "Job not found or cannot be cancelled"
-    assert await state(b, job_id) == "active"
+    other = await push(a, queue)
+    _, token = await pull(a, queue)
+    _, other_token = await pull(a, queue)
+    assert bare(await b.call("Cancel", {"id": job_id})) == {"ok": True}
+    assert await state(a, job_id) == "unknown"
+    answer = await a.call("JobHeartbeatB", {"ids": [job_id, other], "tokens": [token, other_token]})
+    assert answer["data"] == {"ok": True, "count": 1, "cancelled": [job_id]}
+    answer = await b.call(
+        "ExtendLocks",
+        {"ids": [job_id, other], "tokens": [token, other_token], "durations": [30_000] * 2},
+    )
+    assert (answer["count"], answer["cancelled"]) == (1, [job_id])
+    for cmd, fields in (
+        ("JobHeartbeat", {"id": job_id, "token": token}),
+        ("ExtendLock", {"id": job_id, "token": token, "duration": 30_000}),
+    ):
+        assert await remote_error(b, cmd, fields) == f"Job {job_id} was cancelled"
+    # The late ACK changes nothing; a job nobody cancelled keeps bunqueue's shapes.
+    late = await a.call("ACK", {"id": job_id, "token": token, "result": "late"})
+    assert late["data"] == {"applied": False, "reason": "already-finalized"}
+    assert await state(b, job_id) == "unknown"
+    answer = await a.call("JobHeartbeatB", {"ids": [other], "tokens": [other_token]})
+    assert answer["data"] == {"ok": True, "count": 1}
+    await a.call("ACK", {"id": other, "token": other_token})
 
 
 async def test_cancel_of_an_unknown_job_says_it_cannot_be_cancelled(clients: Clients) -> None:
