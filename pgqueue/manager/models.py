@@ -68,6 +68,8 @@ class Job:
     pending_dependencies: int = 0
     lease_until: float | None = None
     lease_owner: str | None = None
+    stall_timeout_ms: int | None = None
+    last_heartbeat_at: float | None = None
 
 
 @dataclass(frozen=True, slots=True)

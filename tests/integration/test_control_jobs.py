@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import datetime
+from typing import Any
 
 import pytest
 
@@ -16,6 +18,7 @@ from pgqueue.errors import (
 )
 from pgqueue.manager.models import AckItem
 from pgqueue.manager.reads import NO_RESULT
+from pgqueue.protocol.job_view import job_view
 from pgqueue.runtime import PostgresQueueManager
 from pgqueue.testing import eventually
 from tests.conftest import start_manager
@@ -334,3 +337,45 @@ async def test_control_operations_refuse_a_malformed_job_id_and_write_nothing(
             await manager.remove(bad)  # type: ignore[arg-type]
         assert caught.value.field == "id"
     assert await sql(db_dsn, "SELECT 1 FROM pgqueue_events WHERE namespace = $1", namespace) == []
+
+
+async def test_the_job_view_reports_stall_timeout_and_the_last_heartbeat_not_the_deadline(
+    manager: PostgresQueueManager, db_dsn: str, namespace: str
+) -> None:
+    job_id = await manager.push("q", "n", 1, stall_timeout=5_000)
+    waiting = job_view(await _job(manager, job_id))
+    assert waiting["stallTimeout"] == 5_000
+    assert waiting["lastHeartbeat"] == waiting["createdAt"], "never claimed"
+    [claim] = await manager.pull_batch("q", 1)
+    claimed = job_view(await _job(manager, job_id))
+    assert claimed["lastHeartbeat"] == claimed["startedAt"], "the claim counts as one"
+    await eventually(
+        lambda: sql_value(
+            db_dsn, "SELECT statement_timestamp() > $1::timestamptz", _instant(claimed["startedAt"])
+        ),
+        message="the database clock moved on",
+    )
+    [renewed] = await manager.extend_leases([(job_id, claim.token)], 120_000)
+    assert renewed.applied
+    seen = job_view(await _job(manager, job_id))
+    stored = await sql_value(
+        db_dsn,
+        "SELECT extract(epoch FROM last_heartbeat_at) * 1000 FROM pgqueue_jobs"
+        " WHERE namespace = $1 AND id = $2",
+        namespace,
+        job_id,
+    )
+    assert seen["lastHeartbeat"] == pytest.approx(float(stored), abs=0.01)
+    assert claimed["startedAt"] < seen["lastHeartbeat"]
+    lease_until = (await _job(manager, job_id)).lease_until
+    assert lease_until is not None and seen["lastHeartbeat"] < lease_until - 100_000
+
+
+async def _job(manager: PostgresQueueManager, job_id: str) -> Any:
+    job = await manager.get_job(job_id)
+    assert job is not None
+    return job
+
+
+def _instant(ms: float) -> Any:
+    return datetime.datetime.fromtimestamp(ms / 1000, tz=datetime.UTC)
