@@ -43,7 +43,7 @@ import socket
 import traceback
 import uuid
 from collections import deque
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -492,21 +492,11 @@ class Worker(TransportOwner):
 
     async def _complete(self, job: Job, result: Any) -> None:
         assert self._acks is not None and job.token is not None
-        try:
-            applied = await self._acks.add(AckRequest(job.id, job.token, result))
-        except Exception as exc:  # outlive any transport error
-            self.emit("error", exc)
-            return
-        finally:
-            self._held.pop(job.id, None)
-        if applied:
+        acks, ack = self._acks, AckRequest(job.id, job.token, result)
+        if await self._record(job, lambda: acks.add(ack)):
             self.processed += 1
             job.returnvalue = result
             self.emit("completed", job, result)
-        elif job.is_cancelled():
-            self._was_cancelled(job)
-        else:
-            self._lost(job)
 
     async def _fail(self, transport: Transport, job: Job, exc: Exception) -> None:
         assert job.token is not None
@@ -517,21 +507,29 @@ class Worker(TransportOwner):
             _stack(exc),
             unrecoverable=isinstance(exc, UnrecoverableError),
         )
-        try:
-            applied = await retrying(lambda: transport.fail(request), self.lock_duration_ms / 1000)
-        except Exception as error:  # outlive any transport error
-            self.emit("error", error)
-            return
-        finally:
-            self._held.pop(job.id, None)
-        if applied:
+        retry_for = self.lock_duration_ms / 1000
+        if await self._record(job, lambda: retrying(lambda: transport.fail(request), retry_for)):
             self.failed += 1
             job.failed_reason = request.error
             self.emit("failed", job, exc)
-        elif job.is_cancelled():
-            self._was_cancelled(job)
-        elif not job.completed_in_transaction:
-            self._lost(job)
+
+    async def _record(self, job: Job, send: Callable[[], Awaitable[bool]]) -> bool:
+        """Send the job's outcome (ACK or FAIL) and release its claim here; True when
+        it was recorded.  One that was not is reported: the job was cancelled, or
+        its lease lost; a transport error is emitted."""
+        try:
+            applied = await send()
+        except Exception as exc:  # outlive any transport error
+            self.emit("error", exc)
+            return False
+        finally:
+            self._held.pop(job.id, None)
+        if not applied:
+            if job.is_cancelled():
+                self._was_cancelled(job)
+            elif not job.completed_in_transaction:
+                self._lost(job)
+        return applied
 
     def _lost(self, job: Job) -> None:
         """The outcome of ``job`` was not recorded: its lease had been lost."""
