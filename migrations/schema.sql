@@ -214,7 +214,8 @@ END) STORED NOT NULL,
     dlq_retry_count integer DEFAULT 0 NOT NULL,
     dlq_last_retry_at timestamp with time zone,
     dlq_entered_at timestamp with time zone,
-    token_salt uuid DEFAULT gen_random_uuid() NOT NULL
+    token_salt uuid DEFAULT gen_random_uuid() NOT NULL,
+    last_heartbeat_at timestamp with time zone
 ) WITH (autovacuum_analyze_scale_factor=0.02, autovacuum_vacuum_cost_delay=0, autovacuum_vacuum_scale_factor=0.01, autovacuum_vacuum_threshold=1000, fillfactor=80);
 
 CREATE TABLE public.pgqueue_leaders (

@@ -18,7 +18,8 @@ Driver errors (asyncpg, psycopg) are translated at one edge,
     ├── JobNotFound                 no job with that id
     ├── DuplicateJob                a unique key already names a live job
     ├── LeaseLost                   a stale claim: token, fence or lease no longer current
-    │   └── AlreadyFinalized        the job reached a terminal state already
+    │   ├── AlreadyFinalized        the job reached a terminal state already
+    │   └── JobCancelled            the job was cancelled while it was active
     ├── BrokerFenced                this broker's session is no longer the live one
     │   └── BrokerIdInUse           another live process holds this broker id
     ├── AuthError                   a token was refused
@@ -45,6 +46,7 @@ __all__ = [
     "FrameTooLarge",
     "IndeterminateCommit",
     "InvalidState",
+    "JobCancelled",
     "JobFailed",
     "JobNotFound",
     "LeaseLost",
@@ -142,6 +144,13 @@ class AlreadyFinalized(LeaseLost):
 
     def __init__(self, job_id: str) -> None:
         super().__init__(job_id, f"Job {job_id} is already finalized")
+
+
+class JobCancelled(LeaseLost):
+    """The job was cancelled while a worker held it: its claim ended."""
+
+    def __init__(self, job_id: str, message: str | None = None) -> None:
+        super().__init__(job_id, message or f"Job {job_id} was cancelled")
 
 
 class BrokerFenced(PgQueueError):

@@ -102,6 +102,10 @@ class Admin(TransportOwner):
         """Registered workers of the namespace (any queue)."""
         return await (await self.transport()).list_workers()
 
+    async def get_webhooks(self) -> list[dict[str, Any]]:
+        """Registered webhooks of the namespace (any queue), oldest first."""
+        return await (await self.transport()).list_webhooks()
+
     async def get_brokers(self) -> list[dict[str, Any]]:
         """Broker sessions: process, heartbeat, live, draining, leader."""
         return await (await self.transport()).list_brokers()

@@ -17,6 +17,7 @@ from pgqueue.client.transport import (
     FailRequest,
     JobInput,
     Lease,
+    Renewal,
     TransportEvent,
 )
 from pgqueue.config import Config
@@ -106,8 +107,11 @@ class EmbeddedTransport:
         )
         return outcome.applied
 
-    async def extend(self, items: Sequence[tuple[str, str]], duration_ms: int) -> list[bool]:
-        return [o.applied for o in await self.manager.extend_leases(items, duration_ms)]
+    async def extend(self, items: Sequence[tuple[str, str]], duration_ms: int) -> list[Renewal]:
+        return [
+            "renewed" if o.applied else "cancelled" if o.reason == "cancelled" else "lost"
+            for o in await self.manager.extend_leases(items, duration_ms)
+        ]
 
     async def release(self, items: Sequence[tuple[str, str]]) -> None:
         await self.manager.release(items)
@@ -197,6 +201,21 @@ class EmbeddedTransport:
     async def retry_job(self, job_id: str) -> None:
         await self.manager.retry_job(job_id, actor="sdk")
 
+    async def update_data(self, job_id: str, data: Any) -> None:
+        await self.manager.update_data(job_id, data)
+
+    async def change_priority(self, job_id: str, priority: int, lifo: bool | None) -> None:
+        await self.manager.change_priority(job_id, priority, lifo)
+
+    async def change_delay(self, job_id: str, delay_ms: int, token: str | None) -> None:
+        await self.manager.change_delay(job_id, delay_ms, token)
+
+    async def move_to_delayed(self, job_id: str, delay_ms: int, token: str | None) -> None:
+        await self.manager.move_to_delayed(job_id, delay_ms, token)
+
+    async def discard(self, job_id: str, token: str | None) -> None:
+        await self.manager.discard(job_id, token)
+
     async def remove_child_dependency(self, job_id: str) -> bool:
         return await self.manager.remove_child_dependency(job_id)
 
@@ -250,6 +269,18 @@ class EmbeddedTransport:
     async def list_workers(self) -> list[dict[str, Any]]:
         workers, _ = await self.manager.list_workers()
         return workers
+
+    async def add_webhook(
+        self, url: str, events: Sequence[str], queue: str | None, secret: str | None
+    ) -> str:
+        return (await self.manager.add_webhook(url, list(events), queue, secret)).id
+
+    async def remove_webhook(self, webhook_id: str) -> bool:
+        return await self.manager.remove_webhook(webhook_id)
+
+    async def list_webhooks(self) -> list[dict[str, Any]]:
+        webhooks, _ = await self.manager.list_webhooks()
+        return [webhook.as_wire() for webhook in webhooks]
 
     async def list_brokers(self) -> list[dict[str, Any]]:
         return await self.manager.list_brokers()

@@ -10,6 +10,7 @@ bunqueue's wire shape.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -29,7 +30,9 @@ class Job:
     """One job (see the module docstring)."""
 
     __slots__ = (
+        "_cancelled",
         "_completed_in",
+        "_released",
         "_transport",
         "_waiter",
         "attempts_made",
@@ -38,6 +41,7 @@ class Job:
         "fence",
         "finished_on",
         "id",
+        "last_heartbeat",
         "max_attempts",
         "name",
         "opts",
@@ -49,7 +53,9 @@ class Job:
         "raw",
         "returnvalue",
         "stacktrace",
+        "stall_timeout",
         "state",
+        "timeout",
         "timestamp",
         "token",
     )
@@ -72,6 +78,8 @@ class Job:
         self._transport = transport
         self._waiter = waiter
         self._completed_in = False
+        self._released = False
+        self._cancelled: asyncio.Event | None = None
         self.id = job_id
         self.name = name
         self.data = data
@@ -92,6 +100,9 @@ class Job:
         self.stacktrace: list[str] = list(raw.get("stacktrace") or [])
         self.parent_id: str | None = raw.get("parentId")
         self.state: str | None = raw.get("state")
+        self.timeout: int | None = raw.get("timeout", self.opts.get("timeout"))
+        self.stall_timeout: int | None = raw.get("stallTimeout", self.opts.get("stall_timeout"))
+        self.last_heartbeat: float | None = _float(raw.get("lastHeartbeat"))
 
     @classmethod
     def from_wire(
@@ -123,6 +134,31 @@ class Job:
     def completed_in_transaction(self) -> bool:
         """Whether :meth:`complete_in` completed this job (the worker will not ack it)."""
         return self._completed_in
+
+    @property
+    def released(self) -> bool:
+        """Whether the handler gave this job back itself (moved it to delayed, or
+        discarded it, with its token): the worker then sends no outcome."""
+        return self._released
+
+    # -- cancellation ------------------------------------------------------------
+
+    @property
+    def cancelled(self) -> asyncio.Event:
+        """Set when the job was cancelled while this worker ran it (the worker
+        learns it at its next heartbeat): ``await job.cancelled.wait()``."""
+        if self._cancelled is None:
+            self._cancelled = asyncio.Event()
+        return self._cancelled
+
+    def is_cancelled(self) -> bool:
+        """Whether the job was cancelled while this worker ran it (usable from a
+        plain-function handler's thread)."""
+        return self._cancelled is not None and self._cancelled.is_set()
+
+    def mark_cancelled(self) -> None:
+        """Record that the job was cancelled (the worker calls it)."""
+        self.cancelled.set()
 
     # -- calls a handler makes ---------------------------------------------------
 
@@ -165,7 +201,40 @@ class Job:
         return await self._transport.get_logs(self.id, start, end)
 
     async def remove(self) -> None:
+        """Cancel the job (an active one too: its worker learns at its next heartbeat)."""
         await self._transport.remove(self.id)
+
+    cancel = remove
+
+    async def update_data(self, data: Any) -> None:
+        """Replace the data of this live job (BullMQ's ``updateData``)."""
+        await self._transport.update_data(self.id, data)
+        self.data = data
+
+    async def change_priority(self, priority: int, lifo: bool | None = None) -> None:
+        """Change this pending job's priority (and LIFO flag)."""
+        await self._transport.change_priority(self.id, priority, lifo)
+        self.priority = priority
+
+    async def change_delay(self, delay_ms: int) -> None:
+        """Run this job ``delay_ms`` from now (a pending job; in a handler, the
+        job itself, moved to delayed with its lock token)."""
+        await self._transport.change_delay(self.id, delay_ms, self.token)
+        self._released = self.token is not None
+
+    async def move_to_delayed(self, delay_ms: int) -> None:
+        """Make this job due ``delay_ms`` from now (database clock).  In a
+        handler, the running job goes back to delayed with its lock token and
+        the worker sends no outcome for it; otherwise a pending job is delayed.
+        (BullMQ's ``moveToDelayed`` takes an instant; bunqueue's wire, a delay.)"""
+        await self._transport.move_to_delayed(self.id, delay_ms, self.token)
+        self._released = self.token is not None
+
+    async def discard(self) -> None:
+        """Dead-letter this job now without retries (reason ``explicit_fail``).
+        In a handler, the worker then sends no outcome for it."""
+        await self._transport.discard(self.id, self.token)
+        self._released = self.token is not None
 
     async def promote(self) -> None:
         await self._transport.promote(self.id)

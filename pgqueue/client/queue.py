@@ -321,8 +321,41 @@ class Queue(TransportOwner):
         await (await self.transport()).obliterate(self.name, force)
 
     async def remove(self, job_id: str) -> None:
-        """Remove a job that is not active."""
+        """Cancel a job.  An active one ends at once as removed; its worker learns
+        at its next heartbeat (the handler sees ``job.cancelled``) and its late
+        ACK changes nothing."""
         await (await self.transport()).remove(validate_job_id(job_id, "job_id"))
+
+    cancel = remove
+
+    async def update_job_data(self, job_id: str, data: Any) -> None:
+        """Replace the data of a live job (waiting, delayed, active, waiting for children)."""
+        await (await self.transport()).update_data(validate_job_id(job_id, "job_id"), data)
+
+    async def change_job_priority(
+        self, job_id: str, priority: int, lifo: bool | None = None
+    ) -> None:
+        """Change a pending job's priority (and LIFO flag); it keeps its place in time."""
+        await (await self.transport()).change_priority(
+            validate_job_id(job_id, "job_id"), priority, lifo
+        )
+
+    async def change_job_delay(self, job_id: str, delay_ms: int) -> None:
+        """Run a pending job ``delay_ms`` from now (database clock)."""
+        await (await self.transport()).change_delay(
+            validate_job_id(job_id, "job_id"), delay_ms, None
+        )
+
+    async def move_job_to_delayed(self, job_id: str, delay_ms: int) -> None:
+        """Delay a waiting, prioritized or delayed job by ``delay_ms`` from now (an
+        active job is moved by its worker: ``job.move_to_delayed`` in the handler)."""
+        await (await self.transport()).move_to_delayed(
+            validate_job_id(job_id, "job_id"), delay_ms, None
+        )
+
+    async def discard(self, job_id: str) -> None:
+        """Dead-letter a live job now, without retries (reason ``explicit_fail``)."""
+        await (await self.transport()).discard(validate_job_id(job_id, "job_id"), None)
 
     async def promote(self, job_id: str) -> None:
         """Make a delayed job due now."""
@@ -401,3 +434,18 @@ class Queue(TransportOwner):
         """The registered workers that serve this queue."""
         workers = await (await self.transport()).list_workers()
         return [w for w in workers if self.name in (w.get("queues") or ())]
+
+    async def add_webhook(
+        self, url: str, events: Sequence[str], *, secret: str | None = None
+    ) -> str:
+        """Register a webhook for ``events`` of this queue (``job.completed``, ...); its id."""
+        return await (await self.transport()).add_webhook(url, events, self.name, secret)
+
+    async def remove_webhook(self, webhook_id: str) -> bool:
+        """Remove a webhook; False when none has that id."""
+        return await (await self.transport()).remove_webhook(webhook_id)
+
+    async def list_webhooks(self) -> list[dict[str, Any]]:
+        """The webhooks that fire for this queue (its own and those of every queue)."""
+        webhooks = await (await self.transport()).list_webhooks()
+        return [w for w in webhooks if w.get("queue") in (None, self.name)]

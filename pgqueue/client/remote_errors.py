@@ -6,6 +6,7 @@ and so does :func:`remote_error`, most specific first:
 ========================================================  ============================
 text                                                      raised
 ========================================================  ============================
+``Job <id> was cancelled``                                 :class:`JobCancelled`
 ``Invalid or expired lock token``, ``invalid token)``,    :class:`LeaseLost`
 ``Lock not found or invalid token``, ``already finalized``
 ``Dependency job not found``, ``Parent job not found``,   :class:`DependencyNotFound`
@@ -37,6 +38,7 @@ from pgqueue.errors import (
     FrameTooLarge,
     IndeterminateCommit,
     InvalidState,
+    JobCancelled,
     JobNotFound,
     LeaseLost,
     PgQueueError,
@@ -48,6 +50,7 @@ from pgqueue.errors import (
 __all__ = ["remote_error"]
 
 _JOB_IN_TEXT = re.compile(r"for job (\S+)|Job (\S+) is")
+_CANCELLED = re.compile(r"^Job (\S+) was cancelled$")
 _LEASE = (
     "invalid or expired lock token",
     "or invalid token",
@@ -90,6 +93,9 @@ def _job_id(message: str, default: str | None) -> str:
 def remote_error(message: str, job_id: str | None = None) -> PgQueueError:
     """The exception for a broker's error text (``job_id``: the request's, if any)."""
     text = message.lower()
+    cancelled = _CANCELLED.match(message)
+    if cancelled:
+        return JobCancelled(cancelled.group(1), message)
     if any(marker in text for marker in _LEASE):
         return LeaseLost(_job_id(message, job_id), message)
     if any(marker in text for marker in _DEPENDENCY):

@@ -75,6 +75,7 @@ from pgqueue.client.transport import (
     FailRequest,
     JobInput,
     Lease,
+    Renewal,
     TransportEvent,
 )
 from pgqueue.client.wire_options import flow_entries, job_entry
@@ -82,9 +83,11 @@ from pgqueue.errors import (
     ConnectionLost,
     IndeterminateCommit,
     InvalidState,
+    JobCancelled,
     JobNotFound,
     LeaseLost,
     PgQueueError,
+    ValidationError,
 )
 from pgqueue.manager.completion import parse_fence
 from pgqueue.vocabulary.names import validate_queue_name
@@ -112,6 +115,14 @@ def _raise_undecided(data: Mapping[str, Any]) -> None:
     if errors:
         found = [remote_error(message) for message in errors]
         raise next((e for e in found if isinstance(e, IndeterminateCommit)), found[0])
+
+
+def _with_token(job_id: str, token: str | None, **fields: Any) -> dict[str, Any]:
+    """A job command's fields, with the lock token when there is one."""
+    body: dict[str, Any] = {"id": job_id, **fields}
+    if token is not None:
+        body["token"] = token
+    return body
 
 
 class TcpTransport:
@@ -333,9 +344,10 @@ class TcpTransport:
         data = answer.get("data")
         return not (isinstance(data, dict) and data.get("applied") is False)
 
-    async def extend(self, items: Sequence[tuple[str, str]], duration_ms: int) -> list[bool]:
-        """ExtendLocks for all; when only some applied (its answer is a count), each
-        one is extended again alone to learn which (extending twice is harmless)."""
+    async def extend(self, items: Sequence[tuple[str, str]], duration_ms: int) -> list[Renewal]:
+        """ExtendLocks for all; its answer counts the renewed leases and lists the
+        cancelled jobs, so when some others were not renewed each one is
+        extended again alone to learn which (extending twice is harmless)."""
         if not items:
             return []
         fields = {
@@ -343,20 +355,33 @@ class TcpTransport:
             "tokens": [token for _, token in items],
             "durations": [duration_ms] * len(items),
         }
-        count = int((await self._call("ExtendLocks", fields)).get("count") or 0)
-        if count >= len(items):
-            return [True] * len(items)
+        answer = await self._call("ExtendLocks", fields)
+        count = int(answer.get("count") or 0)
+        cancelled = {str(job_id) for job_id in answer.get("cancelled") or []}
+        renewals: list[Renewal] = [
+            "cancelled" if job_id in cancelled else "renewed" for job_id, _ in items
+        ]
+        rest = [i for i, renewal in enumerate(renewals) if renewal == "renewed"]
         if count == 0:
-            return [False] * len(items)
-        return list(await asyncio.gather(*(self._extend_one(j, t, duration_ms) for j, t in items)))
+            for i in rest:
+                renewals[i] = "lost"
+        elif count < len(rest):
+            learned = await asyncio.gather(
+                *(self._extend_one(*items[i], duration_ms) for i in rest)
+            )
+            for i, renewal in zip(rest, learned, strict=True):
+                renewals[i] = renewal
+        return renewals
 
-    async def _extend_one(self, job_id: str, token: str, duration_ms: int) -> bool:
+    async def _extend_one(self, job_id: str, token: str, duration_ms: int) -> Renewal:
         fields = {"id": job_id, "token": token, "duration": duration_ms}
         try:
             await self._call("ExtendLock", fields, job_id=job_id)
+        except JobCancelled:
+            return "cancelled"
         except (LeaseLost, JobNotFound):
-            return False
-        return True
+            return "lost"
+        return "renewed"
 
     async def release(self, items: Sequence[tuple[str, str]]) -> None:
         """MoveToWait with each token (a stale claim is skipped, as in the engine)."""
@@ -497,6 +522,25 @@ class TcpTransport:
             return
         await self._call("RetryDlq", {"queue": job["queue"], "jobId": job_id}, job_id=job_id)
 
+    async def update_data(self, job_id: str, data: Any) -> None:
+        await self._call("Update", {"id": job_id, "data": data}, job_id=job_id)
+
+    async def change_priority(self, job_id: str, priority: int, lifo: bool | None) -> None:
+        fields: dict[str, Any] = {"id": job_id, "priority": priority}
+        if lifo is not None:
+            fields["lifo"] = lifo
+        await self._call("ChangePriority", fields, job_id=job_id)
+
+    async def change_delay(self, job_id: str, delay_ms: int, token: str | None) -> None:
+        await self._call("ChangeDelay", _with_token(job_id, token, delay=delay_ms), job_id=job_id)
+
+    async def move_to_delayed(self, job_id: str, delay_ms: int, token: str | None) -> None:
+        fields = _with_token(job_id, token, delay=delay_ms)
+        await self._call("MoveToDelayed", fields, job_id=job_id)
+
+    async def discard(self, job_id: str, token: str | None) -> None:
+        await self._call("Discard", _with_token(job_id, token), job_id=job_id)
+
     async def remove_child_dependency(self, job_id: str) -> bool:
         answer = await self._call("RemoveChildDependency", {"id": job_id}, job_id=job_id)
         return bool(answer.get("removed"))
@@ -574,6 +618,26 @@ class TcpTransport:
     async def list_workers(self) -> list[dict[str, Any]]:
         workers = (await self._call("ListWorkers", {}, read=True))["data"]["workers"]
         return [{k: v for k, v in w.items() if k != "id"} for w in workers]
+
+    async def add_webhook(
+        self, url: str, events: Sequence[str], queue: str | None, secret: str | None
+    ) -> str:
+        fields: dict[str, Any] = {"url": url, "events": list(events)}
+        if queue is not None:
+            fields["queue"] = queue
+        if secret is not None:
+            fields["secret"] = secret
+        return str((await self._call("AddWebhook", fields))["data"]["webhookId"])
+
+    async def remove_webhook(self, webhook_id: str) -> bool:
+        try:
+            await self._call("RemoveWebhook", {"webhookId": webhook_id})
+        except (JobNotFound, ValidationError):  # "Webhook not found"
+            return False
+        return True
+
+    async def list_webhooks(self) -> list[dict[str, Any]]:
+        return list((await self._call("ListWebhooks", {}, read=True))["data"]["webhooks"])
 
     async def list_brokers(self) -> list[dict[str, Any]]:
         return list((await self._call("ListBrokers", {}, read=True))["brokers"])

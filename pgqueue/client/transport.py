@@ -18,13 +18,14 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 __all__ = [
     "AckRequest",
     "FailRequest",
     "JobInput",
     "Lease",
+    "Renewal",
     "Transport",
     "TransportEvent",
 ]
@@ -39,6 +40,11 @@ class JobInput:
     name: str
     data: Any = None
     opts: Mapping[str, Any] = field(default_factory=dict)
+
+
+Renewal = Literal["renewed", "lost", "cancelled"]
+"""A lease heartbeat's outcome: renewed; lost (the claim is stale); cancelled (the
+job was cancelled while this claim held it: stop working on it)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,7 +114,9 @@ class Transport(Protocol):
 
     async def fail(self, item: FailRequest) -> bool: ...
 
-    async def extend(self, items: Sequence[tuple[str, str]], duration_ms: int) -> list[bool]: ...
+    async def extend(self, items: Sequence[tuple[str, str]], duration_ms: int) -> list[Renewal]:
+        """Renew leases of ``(job_id, token)`` pairs; one :data:`Renewal` each."""
+        ...
 
     async def release(self, items: Sequence[tuple[str, str]]) -> None:
         """Give pulled jobs back to waiting (a worker closing before running them)."""
@@ -170,6 +178,23 @@ class Transport(Protocol):
         """A dead-lettered (failed) job back to waiting."""
         ...
 
+    async def update_data(self, job_id: str, data: Any) -> None: ...
+
+    async def change_priority(self, job_id: str, priority: int, lifo: bool | None) -> None: ...
+
+    async def change_delay(self, job_id: str, delay_ms: int, token: str | None) -> None:
+        """A pending job runs ``delay_ms`` from now; with ``token``, the active job
+        it leases moves to delayed."""
+        ...
+
+    async def move_to_delayed(self, job_id: str, delay_ms: int, token: str | None) -> None:
+        """MoveToDelayed: a pending job (no token) or the active job ``token`` leases."""
+        ...
+
+    async def discard(self, job_id: str, token: str | None) -> None:
+        """Dead-letter a live job now (with ``token``: only the active job it leases)."""
+        ...
+
     # flows and deduplication keys
     async def remove_child_dependency(self, job_id: str) -> bool: ...
 
@@ -217,6 +242,21 @@ class Transport(Protocol):
     async def list_workers(self) -> list[dict[str, Any]]:
         """Registered workers (``{workerId, name, queues, concurrency, hostname, pid,
         status, lastSeen, activeJobs, processedJobs, failedJobs, ...}``)."""
+        ...
+
+    async def add_webhook(
+        self, url: str, events: Sequence[str], queue: str | None, secret: str | None
+    ) -> str:
+        """Register a webhook; its id."""
+        ...
+
+    async def remove_webhook(self, webhook_id: str) -> bool:
+        """False when no webhook has that id."""
+        ...
+
+    async def list_webhooks(self) -> list[dict[str, Any]]:
+        """Registered webhooks (``{id, url, events, queue, enabled, createdAt,
+        successCount, failureCount, hasSecret, deliveries, ...}``), oldest first."""
         ...
 
     async def list_brokers(self) -> list[dict[str, Any]]:

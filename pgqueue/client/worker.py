@@ -43,7 +43,7 @@ import socket
 import traceback
 import uuid
 from collections import deque
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -173,7 +173,10 @@ class Worker(TransportOwner):
         self._ack_settings = (ack_batch_size, ack_batch_delay)
         self._running = 0
         self._tasks: set[asyncio.Task[None]] = set()
-        self._held: dict[str, str] = {}  # job id -> lease token, until its outcome is recorded
+        self.cancelled = 0  # jobs cancelled while they ran here (no outcome sent)
+        self._held: dict[str, Job] = {}  # job id -> its claim, until its outcome is recorded
+        self._scopes: dict[str, asyncio.Timeout] = {}  # job id -> its handler's interruption
+        self._threads: dict[str, asyncio.Future[Any]] = {}  # interrupted plain handlers
         self._wake = asyncio.Event()
         self._stopping = asyncio.Event()
         self._closing = False
@@ -364,7 +367,7 @@ class Worker(TransportOwner):
 
     def _begin(self, transport: Transport, lease: Lease) -> None:
         job = Job.from_wire(transport, lease.job, token=lease.token, fence=lease.fence)
-        self._held[job.id] = lease.token
+        self._held[job.id] = job
         self._running += 1
         task = asyncio.get_running_loop().create_task(self._process(transport, job))
         self._tasks.add(task)
@@ -373,8 +376,8 @@ class Worker(TransportOwner):
     async def _process(self, transport: Transport, job: Job) -> None:
         self.emit("active", job)
         try:
-            result = await self._call(job)
-            if not job.completed_in_transaction:
+            ending, result = await self._run(job)
+            if ending == "done" and not (job.completed_in_transaction or job.released):
                 # Refused here, the job fails at once with the reason (never an
                 # ACK that cannot be sent, or that fails its batch neighbours).
                 encode_json(
@@ -392,13 +395,48 @@ class Worker(TransportOwner):
             self._slot_freed()
             await self._fail(transport, job, exc)
             return
-        self._slot_freed()
-        if job.completed_in_transaction:
-            self._held.pop(job.id, None)
-            self.processed += 1
-            self.emit("completed", job, result)
+        if ending == "timeout":
+            # Failed at once; a plain handler's thread cannot be stopped, so its
+            # slot stays taken until it returns (its late result is dropped).
+            await self._fail(transport, job, TimeoutError(f"job timed out after {job.timeout} ms"))
+            await self._thread_done(job)
+            self._slot_freed()
             return
-        await self._complete(job, result)
+        self._slot_freed()
+        if ending == "cancelled":
+            self._held.pop(job.id, None)
+            self._was_cancelled(job)
+        elif job.completed_in_transaction or job.released:
+            self._held.pop(job.id, None)
+            if job.completed_in_transaction:
+                self.processed += 1
+                self.emit("completed", job, result)
+        else:
+            await self._complete(job, result)
+
+    async def _run(self, job: Job) -> tuple[str, Any]:
+        """Run the handler inside a scope that :meth:`_interrupt` or the job's
+        ``timeout`` can end: ``("done", result)``, ``("cancelled", None)`` or
+        ``("timeout", None)``; the handler's own exception propagates."""
+        scope = asyncio.timeout(None)
+        result: Any = None
+        try:
+            async with scope:
+                if job.timeout:
+                    scope.reschedule(asyncio.get_running_loop().time() + job.timeout / 1000)
+                self._scopes[job.id] = scope
+                result = await self._call(job)
+        except Exception:
+            if not (scope.expired() or job.is_cancelled()):
+                raise  # the handler's own error (a TimeoutError of its own too)
+        finally:
+            self._scopes.pop(job.id, None)
+        if job.is_cancelled():
+            await self._thread_done(job)
+            return "cancelled", None
+        if scope.expired():
+            return "timeout", None
+        return "done", result
 
     async def _call(self, job: Job) -> Any:
         if self._async:
@@ -411,10 +449,37 @@ class Worker(TransportOwner):
         context = contextvars.copy_context()
         blocking_job: Any = Blocking(job, loop)  # the same Job, its methods blocking
         call = functools.partial(context.run, self.processor, blocking_job)
-        outcome = await loop.run_in_executor(self._executor, call)
+        thread = loop.run_in_executor(self._executor, call)
+        try:
+            outcome = await asyncio.shield(thread)
+        except asyncio.CancelledError:
+            if not thread.done():
+                self._threads[job.id] = thread  # it runs on; see _thread_done
+            raise
         if inspect.isawaitable(outcome):
             return await outcome
         return outcome
+
+    async def _thread_done(self, job: Job) -> None:
+        """Wait for an interrupted plain handler's thread (its result is dropped)."""
+        thread = self._threads.pop(job.id, None)
+        if thread is not None:
+            await asyncio.wait([thread])
+            if not thread.cancelled():
+                thread.exception()  # retrieved: not logged as never retrieved
+
+    def _interrupt(self, job: Job) -> None:
+        """The job was cancelled: tell the handler (``job.cancelled``) and, for a
+        coroutine handler, cancel its task (a thread runs on until it returns)."""
+        job.mark_cancelled()
+        scope = self._scopes.get(job.id)
+        if scope is not None and self._async and not scope.expired():
+            with contextlib.suppress(RuntimeError):  # the handler is just ending
+                scope.reschedule(asyncio.get_running_loop().time())
+
+    def _was_cancelled(self, job: Job) -> None:
+        self.cancelled += 1
+        self.emit("cancelled", job)
 
     def _slot_freed(self) -> None:
         self._running -= 1
@@ -427,19 +492,11 @@ class Worker(TransportOwner):
 
     async def _complete(self, job: Job, result: Any) -> None:
         assert self._acks is not None and job.token is not None
-        try:
-            applied = await self._acks.add(AckRequest(job.id, job.token, result))
-        except Exception as exc:  # outlive any transport error
-            self.emit("error", exc)
-            return
-        finally:
-            self._held.pop(job.id, None)
-        if applied:
+        acks, ack = self._acks, AckRequest(job.id, job.token, result)
+        if await self._record(job, lambda: acks.add(ack)):
             self.processed += 1
             job.returnvalue = result
             self.emit("completed", job, result)
-        else:
-            self._lost(job)
 
     async def _fail(self, transport: Transport, job: Job, exc: Exception) -> None:
         assert job.token is not None
@@ -450,19 +507,29 @@ class Worker(TransportOwner):
             _stack(exc),
             unrecoverable=isinstance(exc, UnrecoverableError),
         )
-        try:
-            applied = await retrying(lambda: transport.fail(request), self.lock_duration_ms / 1000)
-        except Exception as error:  # outlive any transport error
-            self.emit("error", error)
-            return
-        finally:
-            self._held.pop(job.id, None)
-        if applied:
+        retry_for = self.lock_duration_ms / 1000
+        if await self._record(job, lambda: retrying(lambda: transport.fail(request), retry_for)):
             self.failed += 1
             job.failed_reason = request.error
             self.emit("failed", job, exc)
-        elif not job.completed_in_transaction:
-            self._lost(job)
+
+    async def _record(self, job: Job, send: Callable[[], Awaitable[bool]]) -> bool:
+        """Send the job's outcome (ACK or FAIL) and release its claim here; True when
+        it was recorded.  One that was not is reported: the job was cancelled, or
+        its lease lost; a transport error is emitted."""
+        try:
+            applied = await send()
+        except Exception as exc:  # outlive any transport error
+            self.emit("error", exc)
+            return False
+        finally:
+            self._held.pop(job.id, None)
+        if not applied:
+            if job.is_cancelled():
+                self._was_cancelled(job)
+            elif not job.completed_in_transaction:
+                self._lost(job)
+        return applied
 
     def _lost(self, job: Job) -> None:
         """The outcome of ``job`` was not recorded: its lease had been lost."""
@@ -493,8 +560,11 @@ class Worker(TransportOwner):
                 self.emit("error", exc)
 
     async def _renew(self, transport: Transport) -> None:
-        """Extend every lease held (one batched call)."""
-        held = list(self._held.items())
+        """Extend every lease held (one batched call); a job cancelled meanwhile
+        is interrupted, a lost lease reported."""
+        held = [
+            (job.id, job.token) for job in self._held.values() if job.token and not job.released
+        ]
         if not held:
             return
         try:
@@ -502,7 +572,12 @@ class Worker(TransportOwner):
         except Exception as exc:  # outlive any transport error
             self.emit("error", exc)
             return
-        for (job_id, token), renewed in zip(held, outcomes, strict=True):
-            if not renewed and self._held.get(job_id) == token:
-                del self._held[job_id]
+        for (job_id, token), renewal in zip(held, outcomes, strict=True):
+            job = self._held.get(job_id)
+            if renewal == "renewed" or job is None or job.token != token:
+                continue
+            del self._held[job_id]
+            if renewal == "cancelled":
+                self._interrupt(job)
+            else:
                 self.emit("error", LeaseLost(job_id))

@@ -299,8 +299,9 @@ async def _record_failures_in(
             backoff_ms=row["backoff_ms"],
             backoff_max_ms=row["backoff_max_ms"],
             unrecoverable=item.unrecoverable,
+            reason="timeout" if row["timed_out"] else "explicit_fail",
         )
-        reason = decision.reason or "explicit_fail"
+        reason = decision.reason or ("timeout" if row["timed_out"] else "explicit_fail")
         entry = _attempt_entry(row, reason if decision.dead_letter else "retry", item.error)
         if decision.dead_letter:
             dead.append(
@@ -323,6 +324,8 @@ async def _record_failures_in(
                 "terminal": False,
                 "delay": decision.delay_ms,
             }
+            if row["timed_out"]:
+                payload["reason"] = "timeout"
             retries.append(
                 RequeueRow(
                     row["id"],

@@ -28,6 +28,7 @@ from pgqueue.db.schema import check_schema
 from pgqueue.errors import (
     AlreadyFinalized,
     ConfigError,
+    JobCancelled,
     JobNotFound,
     LeaseLost,
     PgQueueError,
@@ -61,6 +62,8 @@ def _raise_for(outcome: ItemOutcome) -> None:
         raise AlreadyFinalized(outcome.job_id)
     if outcome.reason == "not-found":
         raise JobNotFound(outcome.job_id, f"Job not found: {outcome.job_id}")
+    if outcome.reason == "cancelled":
+        raise JobCancelled(outcome.job_id)
     raise LeaseLost(outcome.job_id)
 
 

@@ -2,7 +2,8 @@
 
 Every write is a compare-and-set on the job's token with the lease still
 valid on the database clock (G3): a heartbeat from a claim that is no
-longer current renews nothing and is reported as lost.
+longer current renews nothing and is reported as lost, or as ``cancelled``
+when the job was cancelled while that claim held it.
 """
 
 from __future__ import annotations
@@ -48,22 +49,36 @@ async def extend_leases(
         session_id=ctx.session_id,
     )
     renewed = {row["ord"] - 1 for row in rows}
-    outcomes = [
-        ItemOutcome(job_id, i in renewed, None if i in renewed else "lease-lost")
+    missed = [i for i in range(len(items)) if i not in renewed]
+    cancelled = await _cancelled(ctx, items, missed, all_missed=not rows) if missed else set()
+    return [
+        ItemOutcome(job_id, True)
+        if i in renewed
+        else ItemOutcome(job_id, False, "cancelled" if i in cancelled else "lease-lost")
         for i, (job_id, _) in enumerate(items)
     ]
-    if not rows and items:
-        live = await ctx.db.fetchrow(
-            Q.job_outcome_probe,
-            ctx.namespace,
-            [items[0][0]],
-            [items[0][1]],
-            ctx.broker_id,
-            ctx.session_id,
-        )
-        if live is not None:
-            ctx.session.confirm_live(live["session_live"])
-    return outcomes
+
+
+async def _cancelled(
+    ctx: EngineContext, items: Sequence[tuple[str, str]], missed: list[int], *, all_missed: bool
+) -> set[int]:
+    """Which missed renewals are of jobs cancelled while active (by a token issued
+    for them); a batch that renewed nothing also checks this broker's session."""
+    probe = await ctx.db.fetch(
+        Q.job_outcome_probe,
+        ctx.namespace,
+        [items[i][0] for i in missed],
+        [items[i][1] for i in missed],
+        ctx.broker_id,
+        ctx.session_id,
+    )
+    if all_missed and probe:
+        ctx.session.confirm_live(probe[0]["session_live"])
+    return {
+        missed[row["ord"] - 1]
+        for row in probe
+        if row["cancelled"] and row["token_issued"] and row["live_state"] is None
+    }
 
 
 async def release_jobs(

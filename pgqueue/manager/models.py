@@ -68,6 +68,8 @@ class Job:
     pending_dependencies: int = 0
     lease_until: float | None = None
     lease_owner: str | None = None
+    stall_timeout_ms: int | None = None
+    last_heartbeat_at: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -145,7 +147,7 @@ class AckItem:
     where: str | None = None
 
 
-OutcomeReason = Literal["already-finalized", "lease-lost", "not-found"]
+OutcomeReason = Literal["already-finalized", "lease-lost", "not-found", "cancelled"]
 """Why an item of a batch was not applied (:attr:`ItemOutcome.reason`)."""
 
 
@@ -155,7 +157,8 @@ class ItemOutcome:
 
     ``applied`` is true when the transition happened.  Otherwise ``reason`` says
     why: ``already-finalized`` (the job is completed or failed),
-    ``lease-lost`` (stale token, fence or lease), ``not-found``.
+    ``lease-lost`` (stale token, fence or lease), ``not-found``; a lease
+    renewal also says ``cancelled`` (the job was cancelled while active).
 
     ``error`` is set when this item was not decided although others of its
     batch were (G1): the error that stopped it, an

@@ -76,6 +76,8 @@ def job_from_row(row: Row, *, state: str | None = None) -> Job:
         pending_dependencies=row.get("pending_deps") or 0,
         lease_until=ms(row.get("lease_until")),
         lease_owner=row.get("lease_owner"),
+        stall_timeout_ms=row.get("stall_timeout_ms"),
+        last_heartbeat_at=ms(row.get("last_heartbeat_at")),
     )
 
 

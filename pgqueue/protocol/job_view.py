@@ -85,10 +85,21 @@ class JobRecord(Protocol):
     def lease_until(self) -> float | None: ...
     @property
     def attempt_log(self) -> list[dict[str, Any]]: ...
+    @property
+    def stall_timeout_ms(self) -> int | None: ...
+    @property
+    def last_heartbeat_at(self) -> float | None: ...
 
 
 def _ms(value: float | None) -> float | None:
     return None if value is None else float(value)
+
+
+def _last_heartbeat(job: JobRecord) -> float:
+    """When the job's lease was last renewed: its last heartbeat, else its claim
+    (bunqueue sets it at the claim too), else its creation."""
+    seen = [t for t in (job.last_heartbeat_at, job.started_at) if t is not None]
+    return float(max(seen)) if seen else float(job.created_at)
 
 
 def _from_opts(options: Mapping[str, Any]) -> dict[str, Any]:
@@ -130,7 +141,7 @@ def job_view(job: JobRecord, *, with_state: bool = False) -> dict[str, Any]:
         "stacktrace": job.stacktrace,
         "repeat": None,
         "durable": False,
-        "lastHeartbeat": _ms(job.lease_until),
+        "lastHeartbeat": _last_heartbeat(job),
         "stallCount": job.stall_count,
         "priority": job.priority,
         "lifo": job.lifo,
@@ -143,7 +154,7 @@ def job_view(job: JobRecord, *, with_state: bool = False) -> dict[str, Any]:
         "customId": job.custom_id,
         "parentId": job.parent_id,
         "groupId": job.group_id,
-        "stallTimeout": None,
+        "stallTimeout": job.stall_timeout_ms,
         "sizeLimit": None,
         "timeline": [],
         "attemptLog": list(job.attempt_log),

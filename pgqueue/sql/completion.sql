@@ -1,3 +1,45 @@
+-- fragment: job_archive
+-- A job leaves the hot table for pgqueue_finished: the rows of the CTE {rows}
+-- (deleted pgqueue_jobs rows, `j.*`, with outcome, result, failed_reason,
+-- error_text, new_stacktrace, new_attempt_log, new_attempts, removed), in the
+-- namespace {namespace}.  A newer generation of the same id replaces an older
+-- finished row.
+INSERT INTO pgqueue_finished AS f (
+    namespace, id, queue, name, data, state, priority, lifo, created_at, started_at,
+    finished_at, attempts, max_attempts, backoff_type, backoff_ms, backoff_max_ms,
+    timeout_ms, ttl_ms, stall_timeout_ms, remove_on_complete, remove_on_fail,
+    custom_id, unique_key, group_id, parent_id, parent_queue, stall_count, fence,
+    progress, progress_message, attempt_log, result, failed_reason, error, stacktrace,
+    removed, opts, token_salt)
+SELECT {namespace}, d.id, d.queue, d.name, d.data, d.outcome, d.priority, d.lifo, d.created_at,
+       d.started_at, statement_timestamp(), d.new_attempts, d.max_attempts,
+       d.backoff_type, d.backoff_ms, d.backoff_max_ms, d.timeout_ms, d.ttl_ms,
+       d.stall_timeout_ms, d.remove_on_complete, d.remove_on_fail, d.custom_id,
+       d.unique_key, d.group_id, d.parent_id, d.parent_queue, d.stall_count, d.fence,
+       d.progress, d.progress_message, d.new_attempt_log, d.result, d.failed_reason,
+       d.error_text, coalesce(d.new_stacktrace, d.stacktrace), d.removed, d.opts,
+       d.token_salt
+FROM {rows} d
+ON CONFLICT (namespace, id) DO UPDATE SET
+    queue = EXCLUDED.queue, name = EXCLUDED.name, data = EXCLUDED.data,
+    state = EXCLUDED.state, priority = EXCLUDED.priority, lifo = EXCLUDED.lifo,
+    created_at = EXCLUDED.created_at, started_at = EXCLUDED.started_at,
+    finished_at = EXCLUDED.finished_at, attempts = EXCLUDED.attempts,
+    max_attempts = EXCLUDED.max_attempts, backoff_type = EXCLUDED.backoff_type,
+    backoff_ms = EXCLUDED.backoff_ms, backoff_max_ms = EXCLUDED.backoff_max_ms,
+    timeout_ms = EXCLUDED.timeout_ms, ttl_ms = EXCLUDED.ttl_ms,
+    stall_timeout_ms = EXCLUDED.stall_timeout_ms,
+    remove_on_complete = EXCLUDED.remove_on_complete,
+    remove_on_fail = EXCLUDED.remove_on_fail, custom_id = EXCLUDED.custom_id,
+    unique_key = EXCLUDED.unique_key, group_id = EXCLUDED.group_id,
+    parent_id = EXCLUDED.parent_id, parent_queue = EXCLUDED.parent_queue,
+    stall_count = EXCLUDED.stall_count, fence = EXCLUDED.fence,
+    progress = EXCLUDED.progress, progress_message = EXCLUDED.progress_message,
+    attempt_log = EXCLUDED.attempt_log, result = EXCLUDED.result,
+    failed_reason = EXCLUDED.failed_reason, error = EXCLUDED.error,
+    stacktrace = EXCLUDED.stacktrace, removed = EXCLUDED.removed, opts = EXCLUDED.opts,
+    token_salt = EXCLUDED.token_salt
+
 -- name: job_finish_many
 -- Terminal transitions in one statement: each job leaves the hot table for
 -- pgqueue_finished (completed or failed), failed ones get a DLQ entry, and
@@ -42,41 +84,7 @@ WITH input AS (
               CASE WHEN i.outcome = 'completed' THEN coalesce(i.remove, j.remove_on_complete)
                    ELSE coalesce(i.remove, j.remove_on_fail) END AS removed
 ), archived AS (
-    INSERT INTO pgqueue_finished AS f (
-        namespace, id, queue, name, data, state, priority, lifo, created_at, started_at,
-        finished_at, attempts, max_attempts, backoff_type, backoff_ms, backoff_max_ms,
-        timeout_ms, ttl_ms, stall_timeout_ms, remove_on_complete, remove_on_fail,
-        custom_id, unique_key, group_id, parent_id, parent_queue, stall_count, fence,
-        progress, progress_message, attempt_log, result, failed_reason, error, stacktrace,
-        removed, opts, token_salt)
-    SELECT :namespace, d.id, d.queue, d.name, d.data, d.outcome, d.priority, d.lifo, d.created_at,
-           d.started_at, statement_timestamp(), d.new_attempts, d.max_attempts,
-           d.backoff_type, d.backoff_ms, d.backoff_max_ms, d.timeout_ms, d.ttl_ms,
-           d.stall_timeout_ms, d.remove_on_complete, d.remove_on_fail, d.custom_id,
-           d.unique_key, d.group_id, d.parent_id, d.parent_queue, d.stall_count, d.fence,
-           d.progress, d.progress_message, d.new_attempt_log, d.result, d.failed_reason,
-           d.error_text, coalesce(d.new_stacktrace, d.stacktrace), d.removed, d.opts,
-           d.token_salt
-    FROM done d
-    ON CONFLICT (namespace, id) DO UPDATE SET
-        queue = EXCLUDED.queue, name = EXCLUDED.name, data = EXCLUDED.data,
-        state = EXCLUDED.state, priority = EXCLUDED.priority, lifo = EXCLUDED.lifo,
-        created_at = EXCLUDED.created_at, started_at = EXCLUDED.started_at,
-        finished_at = EXCLUDED.finished_at, attempts = EXCLUDED.attempts,
-        max_attempts = EXCLUDED.max_attempts, backoff_type = EXCLUDED.backoff_type,
-        backoff_ms = EXCLUDED.backoff_ms, backoff_max_ms = EXCLUDED.backoff_max_ms,
-        timeout_ms = EXCLUDED.timeout_ms, ttl_ms = EXCLUDED.ttl_ms,
-        stall_timeout_ms = EXCLUDED.stall_timeout_ms,
-        remove_on_complete = EXCLUDED.remove_on_complete,
-        remove_on_fail = EXCLUDED.remove_on_fail, custom_id = EXCLUDED.custom_id,
-        unique_key = EXCLUDED.unique_key, group_id = EXCLUDED.group_id,
-        parent_id = EXCLUDED.parent_id, parent_queue = EXCLUDED.parent_queue,
-        stall_count = EXCLUDED.stall_count, fence = EXCLUDED.fence,
-        progress = EXCLUDED.progress, progress_message = EXCLUDED.progress_message,
-        attempt_log = EXCLUDED.attempt_log, result = EXCLUDED.result,
-        failed_reason = EXCLUDED.failed_reason, error = EXCLUDED.error,
-        stacktrace = EXCLUDED.stacktrace, removed = EXCLUDED.removed, opts = EXCLUDED.opts,
-        token_salt = EXCLUDED.token_salt
+    -- include: job_archive(rows=done, namespace=:namespace)
 ), dead_lettered AS (
     INSERT INTO pgqueue_dlq AS q (namespace, job_id, queue, reason, error, entered_at, attempts,
                                   retry_count, last_retry_at)
@@ -117,14 +125,22 @@ FROM done d, (SELECT count(*) FROM notified) AS hint
 
 -- name: job_lock_for_failure
 -- Lock the active jobs named by (id, token) whose lease is still valid, for
--- the failure policy to decide retry or dead-letter.  $1 namespace, $2 ids,
--- $3 tokens, $4 broker_id, $5 session_id.
-SELECT j.*, i.ord, statement_timestamp() AS now
+-- the failure policy to decide retry or dead-letter.  A lease that ran to the
+-- job's processing deadline (it cannot be renewed past it) still lets its
+-- holder report the failure after it, as a timeout (`timed_out`): the reaper
+-- would record the same, and the claim is still the current one (same token,
+-- still active).  $1 namespace, $2 ids, $3 tokens, $4 broker_id, $5 session_id.
+SELECT j.*, i.ord, statement_timestamp() AS now,
+       (j.timeout_ms IS NOT NULL
+        AND j.started_at + j.timeout_ms * interval '1 millisecond' <= statement_timestamp())
+           AS timed_out
 FROM unnest($2::text[], $3::text[]) WITH ORDINALITY AS i(id, token, ord)
 JOIN pgqueue_jobs j ON j.namespace = $1 AND j.id = i.id
 WHERE j.state = 'active'
   AND j.lease_token = i.token
-  AND j.lease_until > statement_timestamp()
+  AND (j.lease_until > statement_timestamp()
+       OR (j.timeout_ms IS NOT NULL
+           AND j.lease_until >= j.started_at + j.timeout_ms * interval '1 millisecond'))
   AND EXISTS (SELECT 1 FROM pgqueue_brokers b
               WHERE b.namespace = $1 AND b.broker_id = $4 AND b.session_id = $5::uuid)
 ORDER BY j.id
@@ -184,7 +200,8 @@ FROM requeued r, (SELECT count(*) FROM notified) AS hint
 -- Why a compare-and-set missed: the job's current place and state, and for a
 -- finished job whether the token is one that was issued for it (its fence at
 -- most the final one and its uuid derived from the job's token_salt; rows
--- archived without a salt accept any well-formed token up to their fence).
+-- archived without a salt accept any well-formed token up to their fence),
+-- and whether it was cancelled while active (job_cancel_active).
 -- $1 namespace, $2 ids, $3 tokens, $4 broker_id, $5 session_id.
 SELECT i.ord, i.id,
        j.state AS live_state,
@@ -196,6 +213,8 @@ SELECT i.ord, i.id,
                 false) AS token_issued,
        (j.state = 'active' AND j.lease_token = i.token
         AND j.lease_until > statement_timestamp()) AS lease_valid,
+       coalesce(f.state = 'failed' AND f.removed AND f.failed_reason = 'cancelled',
+                false) AS cancelled,
        coalesce(j.has_dependents, false) AS has_dependents,
        EXISTS (SELECT 1 FROM pgqueue_brokers b
                WHERE b.namespace = $1 AND b.broker_id = $4 AND b.session_id = $5::uuid)

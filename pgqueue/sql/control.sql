@@ -110,6 +110,54 @@ UNION ALL
 SELECT 'blocked', b.id, NULL, b.blockers
 FROM blocked b
 
+-- name: job_cancel_active
+-- Cancel an active job that the caller locked (a compare-and-set on (id,
+-- active, fence), whoever holds its lease): it leaves the hot table for a
+-- hidden row of pgqueue_finished (state failed, failed_reason 'cancelled',
+-- removed, fence and token salt kept), so that its worker's next heartbeat
+-- learns it was cancelled and a late ACK or FAIL is answered
+-- already-finalized.  Kept (blocked) while live jobs depend on it, like any
+-- cancel.  Its edges and logs go; one 'removed' event (prev active, reason
+-- cancel) and the NOTIFY hint.  Run it as its own statement after the lock
+-- (its snapshot then sees every edge committed before).  :namespace, :id,
+-- :fence.  Returns outcome ('removed' | 'blocked') and blockers.
+WITH blocked AS (
+    SELECT count(*)::int AS n
+    FROM pgqueue_dependencies d
+    JOIN pgqueue_jobs dj ON dj.namespace = d.namespace AND dj.id = d.job_id
+    WHERE d.namespace = :namespace AND d.depends_on = :id
+), done AS (
+    DELETE FROM pgqueue_jobs j
+    WHERE j.namespace = :namespace AND j.id = :id AND j.state = 'active'
+      AND j.fence = :fence::bigint AND (SELECT n FROM blocked) = 0
+    RETURNING j.*, 'failed'::text AS outcome, NULL::json AS result,
+              'cancelled'::text AS failed_reason, 'Job cancelled'::text AS error_text,
+              NULL::json AS new_stacktrace, j.attempt_log AS new_attempt_log,
+              j.attempts AS new_attempts, true AS removed
+), archived AS (
+    -- include: job_archive(rows=done, namespace=:namespace)
+), edges AS (
+    DELETE FROM pgqueue_dependencies d
+    USING done r
+    WHERE d.namespace = :namespace AND (d.job_id = r.id OR d.depends_on = r.id)
+), logs AS (
+    DELETE FROM pgqueue_job_logs l
+    USING done r
+    WHERE l.namespace = :namespace AND l.job_id = r.id
+), events AS (
+    INSERT INTO pgqueue_events (namespace, queue, job_id, type, payload)
+    SELECT :namespace, r.queue, r.id, 'removed',
+           jsonb_build_object('prev', 'active', 'reason', 'cancel')
+    FROM done r
+    RETURNING id, queue
+), notified AS (
+    -- include: notify_hint(namespace=:namespace)
+)
+SELECT 'removed' AS outcome, 0 AS blockers
+FROM done r, (SELECT count(*) FROM notified) AS hint
+UNION ALL
+SELECT 'blocked', b.n FROM blocked b WHERE b.n > 0
+
 -- name: job_finished_remove
 -- Remove a finished job: a completed one is hidden (its completion proof
 -- stays for later dependsOn), a failed one is deleted with its DLQ entry,

@@ -5,7 +5,8 @@
 -- A lease of this session that already runs for at least 3/4 of the asked
 -- duration counts as renewed without a write: a worker's heartbeat right after
 -- its pull (bunqueue's TS worker sends one) then does not wait on the row
--- locks of its own acks.  Nothing is renewed when the broker session is not
+-- locks of its own acks (nor records last_heartbeat_at: the view shows the
+-- claim or the previous renewal, at most a quarter lease earlier).  Nothing is renewed when the broker session is not
 -- live.  :namespace, :ids, :tokens, :durations_ms, :broker_id,
 -- :session_id.
 WITH input AS (
@@ -28,6 +29,7 @@ WITH input AS (
     SET lease_until = least(
             statement_timestamp() + v.duration_ms * interval '1 millisecond',
             coalesce(j.started_at + j.timeout_ms * interval '1 millisecond', 'infinity')),
+        last_heartbeat_at = statement_timestamp(),
         lease_broker = :broker_id,
         lease_session = :session_id::uuid
     FROM valid v

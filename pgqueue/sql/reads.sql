@@ -9,7 +9,7 @@ SELECT j.namespace, j.id, j.queue, j.name, j.data, j.state, j.priority, j.lifo, 
        j.unique_key, j.group_id, j.parent_id, j.parent_queue, j.pending_deps,
        j.stall_count, j.fence, j.lease_until, j.lease_owner, j.progress, j.progress_message,
        j.attempt_log, NULL::json AS result, NULL::text AS failed_reason, j.last_error AS error,
-       j.stacktrace, j.opts, statement_timestamp() AS now
+       j.stacktrace, j.opts, j.last_heartbeat_at, statement_timestamp() AS now
 
 -- fragment: job_row_finished
 -- The SELECT list of job_row_live from a finished row `f` of pgqueue_finished.
@@ -19,7 +19,7 @@ SELECT f.namespace, f.id, f.queue, f.name, f.data, f.state, f.priority, f.lifo,
        f.stall_timeout_ms, f.remove_on_complete, f.remove_on_fail, f.custom_id, f.unique_key,
        f.group_id, f.parent_id, f.parent_queue, 0, f.stall_count, f.fence, NULL, NULL,
        f.progress, f.progress_message, f.attempt_log, f.result, f.failed_reason, f.error,
-       f.stacktrace, f.opts, statement_timestamp()
+       f.stacktrace, f.opts, NULL::timestamptz, statement_timestamp()
 
 -- name: job_get
 -- One job wherever it is: live or finished (not removed).  $1 namespace, $2 id.

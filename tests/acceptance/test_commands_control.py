@@ -20,6 +20,7 @@ from tests.acceptance.command_support import (
     remote_error,
     state,
 )
+from tests.helpers import sql_value
 
 pair = support.pair
 clients = support.clients
@@ -48,14 +49,36 @@ async def test_cancel_removes_a_waiting_job_for_every_broker(clients: Clients) -
     assert await state(a, job_id) == "unknown"
 
 
-async def test_cancel_refuses_an_active_job_and_leaves_it_running(clients: Clients) -> None:
+async def test_cancel_of_an_active_job_ends_it_and_its_heartbeats_say_so(
+    clients: Clients,
+) -> None:
     a, b = clients
     queue = new_queue()
     job_id = await push(a, queue)
-    await pull(a, queue)
-    error = await remote_error(b, "Cancel", {"id": job_id})
-    assert error == "Job not found or cannot be cancelled"
-    assert await state(b, job_id) == "active"
+    other = await push(a, queue)
+    _, token = await pull(a, queue)
+    _, other_token = await pull(a, queue)
+    assert bare(await b.call("Cancel", {"id": job_id})) == {"ok": True}
+    assert await state(a, job_id) == "unknown"
+    answer = await a.call("JobHeartbeatB", {"ids": [job_id, other], "tokens": [token, other_token]})
+    assert answer["data"] == {"ok": True, "count": 1, "cancelled": [job_id]}
+    answer = await b.call(
+        "ExtendLocks",
+        {"ids": [job_id, other], "tokens": [token, other_token], "durations": [30_000] * 2},
+    )
+    assert (answer["count"], answer["cancelled"]) == (1, [job_id])
+    for cmd, fields in (
+        ("JobHeartbeat", {"id": job_id, "token": token}),
+        ("ExtendLock", {"id": job_id, "token": token, "duration": 30_000}),
+    ):
+        assert await remote_error(b, cmd, fields) == f"Job {job_id} was cancelled"
+    # The late ACK changes nothing; a job nobody cancelled keeps bunqueue's shapes.
+    late = await a.call("ACK", {"id": job_id, "token": token, "result": "late"})
+    assert late["data"] == {"applied": False, "reason": "already-finalized"}
+    assert await state(b, job_id) == "unknown"
+    answer = await a.call("JobHeartbeatB", {"ids": [other], "tokens": [other_token]})
+    assert answer["data"] == {"ok": True, "count": 1}
+    await a.call("ACK", {"id": other, "token": other_token})
 
 
 async def test_cancel_of_an_unknown_job_says_it_cannot_be_cancelled(clients: Clients) -> None:
@@ -161,13 +184,48 @@ async def test_after_a_move_the_broker_no_longer_offers_the_old_token(clients: C
     await b.call("ACK", {"id": job_id, "token": token})
 
 
-async def test_move_to_delayed_of_a_waiting_job_says_it_is_not_active(clients: Clients) -> None:
+async def test_move_to_delayed_of_a_waiting_job_delays_it_on_the_database_clock(
+    pair: Pair, clients: Clients
+) -> None:
+    a, b = clients
+    queue = new_queue()
+    waiting = await push(a, queue)
+    prioritized = await push(a, queue, priority=5)
+    for job_id in (waiting, prioritized):
+        assert bare(await b.call("MoveToDelayed", {"id": job_id, "delay": 600_000})) == {"ok": True}
+        assert await state(a, job_id) == "delayed"
+    left = await sql_value(
+        pair.dsn,
+        "SELECT extract(epoch FROM run_at - statement_timestamp()) * 1000"
+        " FROM pgqueue_jobs WHERE namespace = $1 AND id = $2",
+        pair.namespace,
+        waiting,
+    )
+    assert 590_000 < float(left) <= 600_000
+    answer = await a.call("PULL", {"queue": queue, "owner": "w", "timeout": 0})
+    assert answer["job"] is None, "a delayed job is not claimed before it is due"
+
+
+async def test_move_to_delayed_of_a_finished_or_unknown_job_is_refused(clients: Clients) -> None:
     a, _ = clients
-    job_id = await push(a, new_queue())
+    job_id = await complete(a, new_queue())
     error = await remote_error(a, "MoveToDelayed", {"id": job_id, "delay": 1000})
-    assert error == "Job is not active (current state: waiting)"
+    assert error == "Job is not active (current state: completed)"
     error = await remote_error(a, "MoveToDelayed", {"id": "no-such-job", "delay": 1000})
     assert error == "Job not found"
+
+
+async def test_move_to_delayed_of_an_active_job_without_its_token_is_refused(
+    clients: Clients,
+) -> None:
+    a, b = clients
+    queue = new_queue()
+    job_id = await push(a, queue)
+    _, token = await pull(a, queue)
+    error = await remote_error(b, "MoveToDelayed", {"id": job_id, "delay": 1000})
+    assert error == f"Lock token required for job {job_id}"
+    assert await state(a, job_id) == "active"
+    await a.call("ACK", {"id": job_id, "token": token})
 
 
 async def test_move_to_delayed_with_a_stale_token_changes_nothing(clients: Clients) -> None:

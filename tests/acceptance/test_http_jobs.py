@@ -89,6 +89,24 @@ async def test_a_worker_pulls_acks_and_fails_over_http(http: httpx.AsyncClient) 
     assert job["state"] == "failed" and job["failedReason"] == "boom"
 
 
+async def test_deleting_an_active_job_over_http_cancels_it_and_its_heartbeat_says_so(
+    http: httpx.AsyncClient,
+) -> None:
+    pushed = await http.post("/queues/cancel-me/jobs", json={"name": "n", "data": 1})
+    job_id = pushed.json()["id"]
+    pulled = await http.get("/queues/cancel-me/jobs", params={"owner": "w1", "lockTtl": 60000})
+    token = pulled.json()["token"]
+    removed = await http.delete(f"/jobs/{job_id}")
+    assert removed.status_code == 200, removed.text
+    assert (await http.get(f"/jobs/{job_id}/state")).json()["state"] == "unknown"
+    beat = await http.post("/jobs/heartbeat-batch", json={"ids": [job_id], "tokens": [token]})
+    assert beat.json()["data"] == {"ok": True, "count": 0, "cancelled": [job_id]}
+    single = await http.post(f"/jobs/{job_id}/heartbeat", json={"token": token})
+    assert single.json() == {"ok": False, "error": f"Job {job_id} was cancelled"}
+    late = await http.post(f"/jobs/{job_id}/ack", json={"token": token, "result": 1})
+    assert late.json()["data"] == {"applied": False, "reason": "already-finalized"}
+
+
 async def test_a_pull_over_http_keeps_its_lease_after_the_request(
     http: httpx.AsyncClient,
 ) -> None:

@@ -169,7 +169,7 @@ async def test_a_story_gets_the_same_answers_over_tcp_as_embedded(
     in_process = await story(embedded, new_queue())
     assert over_tcp == in_process
     assert over_tcp[1] == [("b", 1), ("a", 1)]
-    assert over_tcp[3] == [True, True, False]
+    assert over_tcp[3] == ["renewed", "renewed", "lost"]
     assert over_tcp[6] == [True, False]
     assert over_tcp[7:9] == [True, False]
     assert over_tcp[9] == [(True, {"ok": 1}), (False, None), (False, None)]
@@ -205,8 +205,8 @@ async def test_extend_tells_exactly_which_leases_it_renewed(tcp: TcpTransport) -
     leases = await pull_all(tcp, queue)
     items = [(lease.job["id"], lease.token) for lease in leases]
     items[1] = (items[1][0], "1:not-the-token")
-    assert await tcp.extend(items, 60_000) == [True, False, True]
-    assert await tcp.extend([(ids[0], "x")], 60_000) == [False]
+    assert await tcp.extend(items, 60_000) == ["renewed", "lost", "renewed"]
+    assert await tcp.extend([(ids[0], "x")], 60_000) == ["lost"]
     assert tcp.frames_sent["ExtendLock"] == 3
 
 
@@ -283,8 +283,11 @@ async def test_queue_control_drains_cleans_and_obliterates(tcp: TcpTransport) ->
     assert await tcp.clean(queue, 0, "completed", 10) == [done]
     active = await tcp.push(queue, JobInput("n", 5))
     [lease] = await pull_all(tcp, queue)
-    with pytest.raises(InvalidState):
-        await tcp.remove(active)
+    await tcp.remove(active)  # an active job is cancelled: its heartbeat says so
+    assert await tcp.get_state(active) == "unknown"
+    assert await tcp.extend([(active, lease.token)], 30_000) == ["cancelled"]
+    await tcp.push(queue, JobInput("n", 6))
+    await pull_all(tcp, queue)
     with pytest.raises(InvalidState, match="use force"):
         await tcp.obliterate(queue, False)
     await tcp.obliterate(queue, True)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -390,3 +391,117 @@ async def test_completions_are_acked_in_batches(sdk: SDK) -> None:
     assert sum(transport.batches) == 120
     assert max(transport.batches) <= 50
     assert len(transport.batches) < 40
+
+
+# -- cancellation and timeouts --------------------------------------------------------
+
+
+async def test_cancelling_an_active_job_reaches_its_handler(sdk: SDK) -> None:
+    queue = sdk.queue()
+    started = asyncio.Event()
+    seen: dict[str, Any] = {}
+
+    async def handler(job: Job) -> str:
+        started.set()
+        try:
+            await asyncio.Event().wait()  # works until told to stop
+        except asyncio.CancelledError:
+            seen["cancelled_error"] = True
+            seen["signal"] = job.cancelled.is_set() and job.is_cancelled()
+            raise
+        return "never"
+
+    worker = sdk.worker(handler, lock_duration_ms=2_000, heartbeat_interval=0.1)
+    reported: list[Job] = []
+    worker.on("cancelled", reported.append)
+    completed: list[Any] = []
+    worker.on("completed", lambda job, result: completed.append(result))
+    job = await queue.add("long", {})
+    await asyncio.wait_for(started.wait(), 10)
+    await queue.remove(job.id)
+    await eventually(lambda: worker.cancelled == 1, timeout=10, message="the handler stopped")
+    assert seen == {"cancelled_error": True, "signal": True}
+    assert [j.id for j in reported] == [job.id]
+    assert await queue.get_state(job.id) == "unknown"
+    assert (worker.processed, worker.failed, worker.lost, completed) == (0, 0, 0, [])
+    assert worker.active == 0
+
+
+async def test_a_plain_handler_checks_the_cancellation_and_its_result_is_dropped(
+    sdk: SDK,
+) -> None:
+    queue = sdk.queue()
+    started = threading.Event()
+
+    def handler(job: Any) -> str:
+        started.set()
+        deadline = time.monotonic() + 20
+        while not job.is_cancelled() and time.monotonic() < deadline:
+            time.sleep(0.01)  # the thread's own work loop, checking the signal
+        return "late result"
+
+    worker = sdk.worker(handler, lock_duration_ms=2_000, heartbeat_interval=0.1)
+    job = await queue.add("long", {})
+    await eventually(started.is_set, timeout=10, message="the handler started")
+    await queue.cancel(job.id)
+    await eventually(lambda: worker.cancelled == 1, timeout=10, message="the handler returned")
+    assert worker.processed == 0 and worker.lost == 0
+    assert await queue.get_state(job.id) == "unknown"
+    assert await queue.get_result(job.id) is None
+
+
+async def test_an_async_handler_past_its_timeout_is_interrupted_and_the_job_fails(
+    sdk: SDK,
+) -> None:
+    queue = sdk.queue()
+    interrupted = asyncio.Event()
+
+    async def handler(job: Job) -> str:
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            interrupted.set()
+            raise
+        return "never"
+
+    worker = sdk.worker(handler)
+    failures: list[BaseException] = []
+    worker.on("failed", lambda job, error: failures.append(error))
+    job = await queue.add("slow", {}, timeout=300, attempts=1)
+    with pytest.raises(JobFailed, match="timed out after 300 ms"):
+        await queue.wait_for(job, timeout=10)
+    assert interrupted.is_set()
+    [entry] = await queue.get_dlq()
+    assert entry["reason"] == "timeout"
+    # The worker's FAIL records it at once; when a broker's reaper got there first
+    # (same outcome, same text), the FAIL is already-finalized and counts as lost.
+    await eventually(lambda: worker.failed + worker.lost == 1, message="the FAIL answered")
+    assert all(isinstance(error, TimeoutError) for error in failures)
+
+
+async def test_a_plain_handler_past_its_timeout_fails_the_job_and_its_result_is_rejected(
+    sdk: SDK,
+) -> None:
+    queue = sdk.queue()
+    gate = threading.Event()
+    returned = threading.Event()
+
+    def handler(job: Any) -> str:
+        gate.wait(20)  # cannot be interrupted
+        returned.set()
+        return "too late"
+
+    worker = sdk.worker(handler)
+    job = await queue.add("slow", {}, timeout=300, attempts=2, backoff=60_000)
+    await eventually(
+        lambda: worker.failed + worker.lost == 1, timeout=10, message="failed as a timeout"
+    )
+    stored = await queue.get_job(job.id)
+    assert stored is not None and stored.state == "delayed"  # retried after the backoff
+    assert stored.raw["attemptLog"][-1]["error"] == "job timed out after 300 ms"
+    assert worker.active == 1, "the thread still holds its slot"
+    gate.set()
+    await eventually(lambda: worker.active == 0, timeout=10, message="the thread returned")
+    assert returned.is_set()
+    assert await queue.get_state(job.id) == "delayed"
+    assert worker.processed == 0

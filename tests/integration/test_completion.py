@@ -7,6 +7,7 @@ import pytest
 from pgqueue.errors import AlreadyFinalized, JobNotFound, LeaseLost
 from pgqueue.manager.models import AckItem
 from pgqueue.runtime import PostgresQueueManager
+from pgqueue.testing import eventually
 from tests.conftest import start_manager
 from tests.helpers import count_rows, events_of, expire_lease, make_due, sql, sql_value
 
@@ -215,3 +216,47 @@ async def test_remove_on_fail_keeps_no_dlq_entry(
     await manager.fail(claim.id, claim.token, "x")
     assert await manager.get_job(job_id) is None
     assert await count_rows(db_dsn, "pgqueue_dlq", namespace) == 0
+
+
+async def _past_deadline(db_dsn: str, namespace: str, job_id: str) -> bool:
+    return bool(
+        await sql_value(
+            db_dsn,
+            "SELECT started_at + timeout_ms * interval '1 millisecond' < statement_timestamp()"
+            " FROM pgqueue_jobs WHERE namespace = $1 AND id = $2",
+            namespace,
+            job_id,
+        )
+    )
+
+
+async def test_the_holders_failure_after_the_timeout_is_a_timeout_and_a_late_ack_is_refused(
+    manager: PostgresQueueManager, db_dsn: str, namespace: str
+) -> None:
+    job_id = await manager.push("q", "n", 1, timeout=200, attempts=1)
+    [claim] = await manager.pull_batch("q", 1)
+    await eventually(lambda: _past_deadline(db_dsn, namespace, job_id), message="deadline")
+    with pytest.raises(LeaseLost):
+        await manager.ack(job_id, claim.token, "too late")
+    with pytest.raises(LeaseLost):
+        await manager.fail(job_id, "1:not-the-token", "forged")
+    await manager.fail(job_id, claim.token, "job timed out after 200 ms")
+    assert await manager.get_state(job_id) == "failed"
+    reason = await sql_value(
+        db_dsn,
+        "SELECT reason FROM pgqueue_dlq WHERE namespace = $1 AND job_id = $2",
+        namespace,
+        job_id,
+    )
+    assert reason == "timeout"
+
+
+async def test_a_failure_after_an_ordinary_lease_expired_is_still_refused(
+    manager: PostgresQueueManager, db_dsn: str, namespace: str
+) -> None:
+    job_id = await manager.push("q", "n", 1)
+    [claim] = await manager.pull_batch("q", 1)
+    await expire_lease(db_dsn, namespace, job_id)
+    with pytest.raises(LeaseLost):
+        await manager.fail(job_id, claim.token, "stale")
+    assert await manager.get_state(job_id) == "active"

@@ -3,10 +3,22 @@
 from __future__ import annotations
 
 import asyncio
+import datetime
+from typing import Any
 
 import pytest
 
-from pgqueue.errors import AlreadyFinalized, InvalidState, JobNotFound, LeaseLost, ValidationError
+from pgqueue.errors import (
+    AlreadyFinalized,
+    InvalidState,
+    JobCancelled,
+    JobNotFound,
+    LeaseLost,
+    ValidationError,
+)
+from pgqueue.manager.models import AckItem
+from pgqueue.manager.reads import NO_RESULT
+from pgqueue.protocol.job_view import job_view
 from pgqueue.runtime import PostgresQueueManager
 from pgqueue.testing import eventually
 from tests.conftest import start_manager
@@ -36,15 +48,57 @@ async def test_remove_deletes_a_delayed_job(manager: PostgresQueueManager) -> No
     assert await manager.get_state(job_id) == "unknown"
 
 
-async def test_remove_of_an_active_job_is_refused_and_the_job_keeps_running(
-    manager: PostgresQueueManager,
+async def test_cancelling_an_active_job_ends_it_and_its_heartbeat_says_cancelled(
+    manager: PostgresQueueManager, db_dsn: str, namespace: str
 ) -> None:
     job_id = await manager.push("q", "n", 1)
     [claim] = await manager.pull_batch("q", 1)
-    with pytest.raises(InvalidState, match=r"^Job not found or cannot be cancelled$"):
-        await manager.remove(job_id)
-    await manager.ack(job_id, claim.token, "done")
-    assert await manager.get_result(job_id) == "done"
+    await manager.add_log(job_id, "working")
+    await manager.remove(job_id)
+    assert await manager.get_state(job_id) == "unknown"
+    assert await manager.get_job(job_id) is None
+    assert await count_rows(db_dsn, "pgqueue_job_logs", namespace) == 0
+    assert await events_of(db_dsn, namespace, job_id) == ["pushed", "active", "removed"]
+    payload = await sql_value(
+        db_dsn,
+        "SELECT payload::text FROM pgqueue_events WHERE job_id = $1 AND type = 'removed'",
+        job_id,
+    )
+    assert '"prev": "active"' in payload and '"reason": "cancel"' in payload
+    [renewal] = await manager.extend_leases([(job_id, claim.token)], 30_000)
+    assert (renewal.applied, renewal.reason) == (False, "cancelled")
+    with pytest.raises(JobCancelled, match=rf"^Job {job_id} was cancelled$"):
+        await manager.heartbeat(job_id, claim.token)
+    [forged] = await manager.extend_leases([(job_id, "1:not-issued")], 30_000)
+    assert forged.reason == "lease-lost"
+    [ack] = await manager.ack_batch([AckItem(job_id, claim.token, "late")])
+    assert (ack.applied, ack.reason) == (False, "already-finalized")
+    with pytest.raises(AlreadyFinalized):
+        await manager.fail(job_id, claim.token, "late failure")
+    assert await manager.get_state(job_id) == "unknown"
+    assert await manager.get_result(job_id) is NO_RESULT
+
+
+async def test_a_cancelled_active_jobs_custom_id_starts_a_new_generation(
+    manager: PostgresQueueManager,
+) -> None:
+    job_id = await manager.push("q", "n", 1, job_id="once")
+    await manager.pull_batch("q", 1)
+    await manager.remove(job_id)
+    again = await manager.push("q", "n", 2, job_id="once")
+    assert again == "once" and await manager.get_state(again) == "waiting"
+
+
+async def test_cancelling_an_active_job_others_depend_on_is_refused(
+    manager: PostgresQueueManager,
+) -> None:
+    target = await manager.push("q", "first", 1)
+    [claim] = await manager.pull_batch("q", 1)
+    await manager.push("q", "second", 2, depends_on=[target])
+    with pytest.raises(InvalidState, match="1 live job"):
+        await manager.remove(target)
+    assert await manager.get_state(target) == "active"
+    await manager.ack(target, claim.token, "done")
 
 
 async def test_remove_of_an_unknown_job_says_not_found_or_cannot_be_cancelled(
@@ -283,3 +337,45 @@ async def test_control_operations_refuse_a_malformed_job_id_and_write_nothing(
             await manager.remove(bad)  # type: ignore[arg-type]
         assert caught.value.field == "id"
     assert await sql(db_dsn, "SELECT 1 FROM pgqueue_events WHERE namespace = $1", namespace) == []
+
+
+async def test_the_job_view_reports_stall_timeout_and_the_last_heartbeat_not_the_deadline(
+    manager: PostgresQueueManager, db_dsn: str, namespace: str
+) -> None:
+    job_id = await manager.push("q", "n", 1, stall_timeout=5_000)
+    waiting = job_view(await _job(manager, job_id))
+    assert waiting["stallTimeout"] == 5_000
+    assert waiting["lastHeartbeat"] == waiting["createdAt"], "never claimed"
+    [claim] = await manager.pull_batch("q", 1)
+    claimed = job_view(await _job(manager, job_id))
+    assert claimed["lastHeartbeat"] == claimed["startedAt"], "the claim counts as one"
+    await eventually(
+        lambda: sql_value(
+            db_dsn, "SELECT statement_timestamp() > $1::timestamptz", _instant(claimed["startedAt"])
+        ),
+        message="the database clock moved on",
+    )
+    [renewed] = await manager.extend_leases([(job_id, claim.token)], 120_000)
+    assert renewed.applied
+    seen = job_view(await _job(manager, job_id))
+    stored = await sql_value(
+        db_dsn,
+        "SELECT extract(epoch FROM last_heartbeat_at) * 1000 FROM pgqueue_jobs"
+        " WHERE namespace = $1 AND id = $2",
+        namespace,
+        job_id,
+    )
+    assert seen["lastHeartbeat"] == pytest.approx(float(stored), abs=0.01)
+    assert claimed["startedAt"] < seen["lastHeartbeat"]
+    lease_until = (await _job(manager, job_id)).lease_until
+    assert lease_until is not None and seen["lastHeartbeat"] < lease_until - 100_000
+
+
+async def _job(manager: PostgresQueueManager, job_id: str) -> Any:
+    job = await manager.get_job(job_id)
+    assert job is not None
+    return job
+
+
+def _instant(ms: float) -> Any:
+    return datetime.datetime.fromtimestamp(ms / 1000, tz=datetime.UTC)

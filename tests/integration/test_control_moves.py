@@ -75,6 +75,34 @@ async def test_move_to_delayed_of_a_job_that_is_not_active_names_its_state(
         await manager.move_to_delayed("nope", 1_000, "1:x")
 
 
+async def test_move_to_delayed_without_a_token_delays_a_waiting_or_prioritized_job(
+    manager: PostgresQueueManager, db_dsn: str, namespace: str
+) -> None:
+    waiting = await manager.push("q", "n", 1)
+    prioritized = await manager.push("q", "n", 2, priority=3)
+    for job_id in (waiting, prioritized):
+        await manager.move_to_delayed(job_id, 60_000)
+        assert await manager.get_state(job_id) == "delayed"
+        assert 59_000 < await _delay_left_ms(db_dsn, namespace, job_id) <= 60_000
+        assert (await events_of(db_dsn, namespace, job_id))[-1] == "delayed"
+    assert await manager.pull_batch("q", 2) == []
+
+
+async def test_move_to_delayed_without_a_token_refuses_an_active_or_finished_job(
+    manager: PostgresQueueManager,
+) -> None:
+    job_id = await manager.push("q", "n", 1)
+    [claim] = await manager.pull_batch("q", 1)
+    with pytest.raises(ValidationError, match=rf"^Lock token required for job {job_id}$"):
+        await manager.move_to_delayed(job_id, 1_000)
+    assert await manager.get_state(job_id) == "active"
+    await manager.ack(job_id, claim.token, None)
+    with pytest.raises(InvalidState, match=r"^Job is not active \(current state: completed\)$"):
+        await manager.move_to_delayed(job_id, 1_000)
+    with pytest.raises(JobNotFound, match=r"^Job not found$"):
+        await manager.move_to_delayed("nope", 1_000)
+
+
 async def test_move_to_delayed_through_a_fenced_broker_is_rejected(
     db_dsn: str, namespace: str
 ) -> None:

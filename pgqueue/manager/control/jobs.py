@@ -3,6 +3,9 @@
 Each write is one compare-and-set statement with its outbox event and NOTIFY
 hint; when it changes nothing, a probe says why (bunqueue's error strings).
 
+**Cancel of an active job** ends it at once (see :func:`remove`); its worker
+learns at its next heartbeat (``ItemOutcome.reason == "cancelled"``).
+
 **Cancel and dependencies.**  A job that live jobs still wait on (a flow
 child whose parent waits, a ``dependsOn`` target, a failed job whose
 dependents wait for a redrive) is *not* removed: the call fails with
@@ -69,10 +72,14 @@ async def _missed(ctx: EngineContext, job_id: str, message: str) -> None:
 
 
 async def remove(ctx: EngineContext, job_id: str) -> None:
-    """Cancel a job that is not active: waiting, delayed, waiting for children, or finished.
+    """Cancel a job: waiting, delayed, waiting for children, active, or finished.
 
     A completed job is hidden (its completion proof stays for later
-    ``dependsOn``); a failed one is deleted with its DLQ entry.  Logs go too.
+    ``dependsOn``); a failed one is deleted with its DLQ entry.  An active
+    job ends at once (whoever holds its lease): it leaves a hidden finished
+    row (failed, reason ``cancelled``) by which its worker's next heartbeat
+    learns it was cancelled, and its late ACK or FAIL is already-finalized.
+    Logs go too.
     """
     validate_job_id(job_id, "id")
     ctx.session.check()
@@ -83,7 +90,9 @@ async def remove(ctx: EngineContext, job_id: str) -> None:
         if locked is None:
             return None
         if locked["stored_state"] == "active":
-            raise InvalidState(CANCEL_ERROR, field="id")
+            return await tx.fetch(
+                Q.job_cancel_active, namespace=ns, id=job_id, fence=locked["fence"]
+            )
         return await tx.fetch(
             Q.job_delete_many, ns, [job_id], [locked["fence"]], [locked["stored_state"]], "cancel"
         )

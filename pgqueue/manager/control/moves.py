@@ -65,10 +65,23 @@ async def _leased_move(
     return row is not None
 
 
-async def move_to_delayed(ctx: EngineContext, job_id: str, delay_ms: int, token: str) -> None:
-    """The worker holding ``job_id`` puts it back, due ``delay_ms`` from now (database clock)."""
+async def move_to_delayed(
+    ctx: EngineContext, job_id: str, delay_ms: int, token: str | None = None
+) -> None:
+    """Make ``job_id`` due ``delay_ms`` from now (database clock).
+
+    With ``token`` the worker holding the active job puts it back; without,
+    a pending job (waiting, prioritized or delayed) is delayed, as bunqueue
+    does; an active job then needs its token.
+    """
     validate_job_id(job_id, "id")
     delay = check_int(delay_ms, "delay", 0, MAX_DELAY_MS)
+    if token is None:
+        ctx.session.check()
+        if await ctx.db.fetchrow(Q.job_change_delay, ctx.namespace, job_id, delay) is not None:
+            return
+        await explain_miss(ctx, job_id, None)  # not found, or not active
+        raise _token_required(job_id)  # active: the worker's move
     check_token(token)
     ctx.session.check()
     moved = await _leased_move(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pgqueue.errors import JobNotFound, LeaseLost, PgQueueError, ValidationError
+from pgqueue.errors import JobCancelled, JobNotFound, LeaseLost, PgQueueError, ValidationError
 from pgqueue.manager.claim import MAX_PULL_COUNT, MAX_PULL_TIMEOUT_MS
 from pgqueue.manager.completion import FailItem
 from pgqueue.manager.models import AckItem, ClaimedJob, ItemOutcome
@@ -209,6 +209,25 @@ async def _extend(
     return await req.manager.extend_leases(items, durations)
 
 
+def _refuse_unrenewed(outcome: ItemOutcome, message: str) -> None:
+    """A single-job heartbeat that renewed nothing: bunqueue's error, or
+    ``Job <id> was cancelled`` for a job cancelled while this claim held it."""
+    if outcome.reason == "cancelled":
+        raise JobCancelled(outcome.job_id)
+    if not outcome.applied:
+        raise LeaseLost(outcome.job_id, message)
+
+
+def _renewal_counts(outcomes: list[ItemOutcome]) -> dict[str, Any]:
+    """``count`` renewed; ``cancelled`` (a pgqueue extension, only when some are):
+    the ids whose job was cancelled while their claim held it."""
+    counts: dict[str, Any] = {"count": sum(o.applied for o in outcomes)}
+    cancelled = [o.job_id for o in outcomes if o.reason == "cancelled"]
+    if cancelled:
+        counts["cancelled"] = cancelled
+    return counts
+
+
 @command("JobHeartbeat")
 async def job_heartbeat(req: Request) -> dict[str, Any]:
     f = req.fields
@@ -220,8 +239,7 @@ async def job_heartbeat(req: Request) -> dict[str, Any]:
     if token is None:
         raise ValidationError(f"Lock token required for job {job_id}", field="token")
     [outcome] = await _extend(req, [job_id], [token], duration)
-    if not outcome.applied:
-        raise LeaseLost(job_id, "Job not found or not active (or invalid token)")
+    _refuse_unrenewed(outcome, "Job not found or not active (or invalid token)")
     return {"data": {"ok": True}}
 
 
@@ -231,7 +249,7 @@ async def job_heartbeat_batch(req: Request) -> dict[str, Any]:
     ids = f.job_id_list("ids", max_items=MAX_BATCH_ITEMS)
     tokens = _aligned(f, "tokens", ids, "JobHeartbeatB") or [None] * len(ids)
     outcomes = await _extend(req, ids, tokens, req.manager.config.lease_ms)
-    return {"data": {"ok": True, "count": sum(o.applied for o in outcomes)}}
+    return {"data": {"ok": True, **_renewal_counts(outcomes)}}
 
 
 @command("ExtendLock")
@@ -243,8 +261,7 @@ async def extend_lock(req: Request) -> dict[str, Any] | None:
     if token is None:
         raise ValidationError(f"Lock token required for job {job_id}", field="token")
     [outcome] = await _extend(req, [job_id], [token], duration)
-    if not outcome.applied:
-        raise LeaseLost(job_id, "Lock not found or invalid token")
+    _refuse_unrenewed(outcome, "Lock not found or invalid token")
     return None
 
 
@@ -263,4 +280,4 @@ async def extend_locks(req: Request) -> dict[str, Any]:
         for i, value in enumerate(raw)
     ]
     outcomes = await _extend(req, ids, tokens, durations)
-    return {"count": sum(o.applied for o in outcomes)}
+    return _renewal_counts(outcomes)

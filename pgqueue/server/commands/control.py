@@ -118,10 +118,14 @@ async def move_to_delayed(req: Request) -> None:
     f = req.fields
     job_id = f.job_id("id")
     delay = f.int_("delay", minimum=0, maximum=MAX_DELAY_MS)
-    token = f.opt_str("token", max_len=256) or held_token(req, job_id)
-    if token is None:
-        raise await missing_token_error(req, job_id)
-    await req.manager.move_to_delayed(job_id, delay, token)
+    given = f.opt_str("token", max_len=256) or None
+
+    async def call(token: str | None) -> None:
+        await req.manager.move_to_delayed(job_id, delay, token)
+
+    # A pending job is delayed as it is (bunqueue does); an active one is the
+    # worker's move, with its token (or the one this broker handed out).
+    await _with_held_token(req, job_id, given, call)
     forget_claim(req, job_id)
 
 
