@@ -47,7 +47,8 @@ FROM gone g
 -- transactions below the commit-safe horizon (this snapshot's xmin, and $4
 -- when given: the horizon of the previous pass, which every reader has passed
 -- since), and never one that enabled webhooks have not fanned out yet.
--- Raises each queue's prune mark in the same statement.  $1 namespace.
+-- Raises each queue's prune mark in the same statement.  $1 namespace, $5 the
+-- clock the ages are measured against (NULL: the database clock).
 WITH bound AS (
     SELECT least(
         pg_snapshot_xmin(pg_current_snapshot())::text::bigint,
@@ -61,7 +62,8 @@ WITH bound AS (
     SELECT DISTINCT ON (e.queue) e.queue, e.xid, e.id
     FROM pgqueue_events e
     WHERE e.namespace = $1
-      AND e.created_at >= statement_timestamp() - $2::bigint * interval '1 millisecond'
+      AND e.created_at >= coalesce($5::timestamptz, statement_timestamp())
+                          - $2::bigint * interval '1 millisecond'
     ORDER BY e.queue, e.xid, e.id
 ), doomed AS (
     SELECT e.id FROM pgqueue_events e CROSS JOIN bound b
@@ -129,8 +131,10 @@ SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint AS xid
 SELECT DISTINCT queue FROM pgqueue_queues WHERE namespace = $1
 
 -- name: worker_prune_stale
--- Forget workers not seen for $2 ms.  $1 namespace.
+-- Forget workers not seen for $2 ms.  $1 namespace, $3 the clock it is
+-- measured against (NULL: the database clock).
 DELETE FROM pgqueue_workers
 WHERE namespace = $1
-  AND last_seen < statement_timestamp() - $2::bigint * interval '1 millisecond'
+  AND last_seen < coalesce($3::timestamptz, statement_timestamp())
+                  - $2::bigint * interval '1 millisecond'
 RETURNING worker_id
