@@ -3,7 +3,9 @@
 -- of :namespace that pass the filters (NULL: any) :job_ids, :reason, entered at
 -- or before :older_than_ms / at or after :newer_than_ms (ms since the epoch), due
 -- for an auto-retry per `c.config` (:retriable true) or not, expired (:expired
--- true) or not.  `c.config` is the queue's DLQ config over the default.
+-- true) or not, both judged at :now (NULL: the database clock; a test passes a
+-- later instant to move time).  `c.config` is the queue's DLQ config over the
+-- default.
 WHERE d.namespace = :namespace
   AND d.queue = :queue
   AND (:job_ids::text[] IS NULL OR d.job_id = ANY(:job_ids::text[]))
@@ -12,18 +14,19 @@ WHERE d.namespace = :namespace
   AND (:newer_than_ms::float8 IS NULL OR d.entered_at >= to_timestamp(:newer_than_ms::float8 / 1000))
   AND (:retriable::boolean IS NULL OR :retriable::boolean = coalesce(
           pgqueue_dlq_next_retry_at(d.entered_at, d.retry_count, d.last_retry_at, c.config)
-              <= statement_timestamp(), false))
+              <= coalesce(:now::timestamptz, statement_timestamp()), false))
   AND (:expired::boolean IS NULL OR :expired::boolean = coalesce(
-          pgqueue_dlq_expires_at(d.entered_at, c.config) <= statement_timestamp(), false))
+          pgqueue_dlq_expires_at(d.entered_at, c.config)
+              <= coalesce(:now::timestamptz, statement_timestamp()), false))
 
 -- name: dlq_list
 -- Parameters: :namespace, :queue, the selection :job_ids, :reason, :older_than_ms,
--- :newer_than_ms, :retriable, :expired, :limit, and :default_config, :offset.
+-- :newer_than_ms, :retriable, :expired, :limit, and :default_config, :offset, :now.
 -- Dead-letter entries of queue :queue of :namespace with their failed jobs, oldest
 -- entry first, one page (:limit rows after :offset).  Selection as in
 -- dlq_selection (NULL: any): :job_ids, :reason, entered at or before :older_than_ms
 -- or at or after :newer_than_ms (ms since the epoch), due for an auto-retry
--- (:retriable true) or not, expired (:expired true) or not.  :default_config: the
+-- (:retriable true) or not, expired (:expired true) or not (judged at :now).  :default_config: the
 -- default DLQ config (jsonb, wire names); schedules derive from the queue's
 -- current config.
 SELECT d.job_id, d.reason, d.error AS dlq_error, d.entered_at, d.attempts AS dlq_attempts,
@@ -72,7 +75,7 @@ SELECT queue FROM pgqueue_dlq WHERE namespace = $1 AND job_id = $2
 -- name: dlq_redrive
 -- Parameters: :namespace, :queue, the selection :job_ids, :reason, :older_than_ms,
 -- :newer_than_ms, :retriable, :expired, :limit, and :default_config, :action,
--- :actor, :why, :recorded, :audit_when_empty.
+-- :actor, :why, :recorded, :audit_when_empty, :now.
 -- Move the selected dead-lettered jobs of queue :queue of :namespace back to the
 -- live table as pending (due now; attempts and stall count reset, fence kept so
 -- the next claim increments it, attempt log kept, unique key cleared, a fresh TTL
@@ -84,7 +87,7 @@ SELECT queue FROM pgqueue_dlq WHERE namespace = $1 AND job_id = $2
 -- 'skipped'; its neighbours move): the live job is picked last under the
 -- limit, and a live job committed meanwhile makes its insert do nothing.
 -- Selection as in dlq_selection (:job_ids, :reason, :older_than_ms, :newer_than_ms,
--- :retriable, :expired), oldest first, at most :limit (NULL: all).
+-- :retriable, :expired, :now), oldest first, at most :limit (NULL: all).
 -- :default_config the default DLQ config, :action ('redrive' | 'auto_retry': an
 -- auto-retry extends the job's retry chain, a redrive starts a new one), :actor,
 -- :why, :recorded the filter as recorded (jsonb), :audit_when_empty audit even when
@@ -188,7 +191,7 @@ LEFT JOIN audit a ON true
 -- name: dlq_delete
 -- Parameters: :namespace, :queue, the selection :job_ids, :reason, :older_than_ms,
 -- :newer_than_ms, :retriable, :expired, :limit, and :default_config, :action,
--- :actor, :why, :recorded, :audit_when_empty.
+-- :actor, :why, :recorded, :audit_when_empty, :now.
 -- Delete the selected dead-letter entries of queue :queue of :namespace and their
 -- failed rows (purge, remove one, expiry), with one 'removed' event per job, ONE
 -- audit row and one 'dlq_audit' event, and one NOTIFY hint, all in this statement.
@@ -199,7 +202,7 @@ LEFT JOIN audit a ON true
 -- statement's snapshot sees them all).  The caller then drops, in the same
 -- transaction, the edges dead dependents kept towards the deleted jobs
 -- (dependency_edges_drop_dangling).  Selection as in dlq_selection (:job_ids,
--- :reason, :older_than_ms, :newer_than_ms, :retriable, :expired), oldest first, at
+-- :reason, :older_than_ms, :newer_than_ms, :retriable, :expired, :now), oldest first, at
 -- most :limit (NULL: all).  :default_config the default DLQ config, :action
 -- ('purge' | 'remove' | 'expire'), :actor, :why, :recorded the filter as recorded
 -- (jsonb), :audit_when_empty audit even when nothing was deleted.  Returns the
@@ -281,14 +284,16 @@ LIMIT $3
 -- For the leader's DLQ upkeep: every queue with dead-letter entries, its DLQ
 -- config (defaults merged), how many entries it has, how many are expired and
 -- how many are due for an auto-retry.  $1 namespace, $2 the default DLQ
--- config (jsonb, wire names).
+-- config (jsonb, wire names), $3 the clock expiry and due-ness are judged at
+-- (NULL: the database clock; a test passes a later instant to move time).
 SELECT d.queue, min(c.config::text) AS config, count(*)::bigint AS total,
        count(*) FILTER (WHERE pgqueue_dlq_expires_at(d.entered_at, c.config)
-                              <= statement_timestamp())::bigint AS expired,
+                              <= clock.now)::bigint AS expired,
        count(*) FILTER (WHERE pgqueue_dlq_next_retry_at(d.entered_at, d.retry_count,
                                                         d.last_retry_at, c.config)
-                              <= statement_timestamp())::bigint AS due
+                              <= clock.now)::bigint AS due
 FROM pgqueue_dlq d
+CROSS JOIN (SELECT coalesce($3::timestamptz, statement_timestamp()) AS now) clock
 LEFT JOIN pgqueue_queues q ON q.namespace = d.namespace AND q.queue = d.queue
 CROSS JOIN LATERAL (SELECT $2::jsonb || coalesce(q.dlq_config, '{}'::jsonb) AS config) c
 WHERE d.namespace = $1

@@ -38,6 +38,7 @@ SELECTION_PARAMS = (
     "retriable",
     "expired",
     "limit",
+    "now",
 )
 """The names of the DLQ queries' selection parameters, in :meth:`DlqFilter.args` order."""
 
