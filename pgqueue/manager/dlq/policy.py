@@ -25,6 +25,7 @@ from typing import Any, TypedDict
 from pgqueue.errors import ValidationError
 from pgqueue.vocabulary.checks import DAY_MS, MAX_EPOCH_MS, check_integer, number_fault
 from pgqueue.vocabulary.names import validate_job_id
+from pgqueue.vocabulary.states import FAILURE_REASONS
 
 __all__ = [
     "DEFAULT_DLQ_CONFIG",
@@ -49,17 +50,8 @@ MAX_WHY_LENGTH = 4096
 MAX_FILTER_IDS = 100_000
 MAX_LIST_LIMIT = 10_000
 
-# Every reason a DLQ entry can carry (the CHECK of pgqueue_dlq), wire order first.
-DLQ_REASONS = (
-    "explicit_fail",
-    "max_attempts_exceeded",
-    "timeout",
-    "stalled",
-    "ttl_expired",
-    "worker_lost",
-    "unknown",
-    "dependency_failed",
-)
+DLQ_REASONS = FAILURE_REASONS
+"""Every reason a DLQ entry can carry (the CHECK of pgqueue_dlq), wire order first."""
 
 
 class DlqConfig(TypedDict):
