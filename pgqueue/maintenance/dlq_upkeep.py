@@ -31,6 +31,7 @@ import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 import orjson
 
@@ -41,7 +42,7 @@ from pgqueue.manager.context import EngineContext
 from pgqueue.manager.dlq.models import RedriveResult
 from pgqueue.manager.dlq.policy import DlqConfig, DlqFilter, complete_dlq_config
 from pgqueue.manager.dlq.reads import DEFAULT_DLQ_CONFIG_JSON
-from pgqueue.manager.dlq.redrive import delete_entries, redrive_entries
+from pgqueue.manager.dlq.redrive import Audit, delete_entries, redrive_entries
 from pgqueue.service import Service
 
 __all__ = [
@@ -71,6 +72,11 @@ class DlqUpkeepReport:
         return self.auto_retried + self.expired + self.trimmed
 
 
+def _audit(action: str, why: str, recorded: dict[str, Any]) -> Audit:
+    """The audit of an upkeep batch: by :data:`UPKEEP_ACTOR`, none when it did nothing."""
+    return Audit(action, UPKEEP_ACTOR, why, audit_when_empty=False, recorded=recorded)
+
+
 async def _in_batches(
     step: Callable[[int], Awaitable[RedriveResult]], batch: int, most: int | None = None
 ) -> int:
@@ -94,11 +100,7 @@ async def _expire(
             ctx,
             queue,
             DlqFilter(expired=True, limit=limit, now=now),
-            action="expire",
-            actor=UPKEEP_ACTOR,
-            why="maxAge",
-            audit_when_empty=False,
-            recorded={"expired": True, "maxAge": config["maxAge"]},
+            _audit("expire", "maxAge", {"expired": True, "maxAge": config["maxAge"]}),
         )
 
     return await _in_batches(step, batch)
@@ -110,11 +112,7 @@ async def _trim(ctx: EngineContext, queue: str, config: DlqConfig, excess: int, 
             ctx,
             queue,
             DlqFilter(limit=limit),
-            action="expire",
-            actor=UPKEEP_ACTOR,
-            why="maxEntries",
-            audit_when_empty=False,
-            recorded={"maxEntries": config["maxEntries"], "limit": limit},
+            _audit("expire", "maxEntries", {"maxEntries": config["maxEntries"], "limit": limit}),
         )
 
     return await _in_batches(step, batch, most=excess)
@@ -134,11 +132,7 @@ async def _auto_retry(
             ctx,
             queue,
             DlqFilter(retriable=True, limit=limit, now=now),
-            action="auto_retry",
-            actor=UPKEEP_ACTOR,
-            why="autoRetry",
-            audit_when_empty=False,
-            recorded=recorded,
+            _audit("auto_retry", "autoRetry", recorded),
         )
 
     return await _in_batches(step, batch)

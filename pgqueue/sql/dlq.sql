@@ -19,6 +19,30 @@ WHERE d.namespace = :namespace
           pgqueue_dlq_expires_at(d.entered_at, c.config)
               <= coalesce(:now::timestamptz, statement_timestamp()), false))
 
+-- fragment: dlq_audit_insert
+-- The CTE `audit`: ONE audit row of a DLQ operation over the jobs {id} of
+-- {rows} (none when nothing was selected, unless :audit_when_empty), by
+-- :actor, :action on :queue of :namespace, :recorded filter, :why.
+audit AS (
+    INSERT INTO pgqueue_dlq_audit (namespace, actor, action, queue, job_ids, filter, reason,
+                                   count)
+    SELECT :namespace, :actor, :action, :queue, coalesce(array_agg({id} ORDER BY {id}), '{}'),
+           :recorded::jsonb, :why, count(*)
+    FROM {rows}
+    HAVING count(*) > 0 OR :audit_when_empty::boolean
+    RETURNING id, at, actor, action, queue, job_ids, filter, reason, count
+)
+
+-- fragment: dlq_audit_event
+-- The 'dlq_audit' event of the row in `audit` (the first 100 job ids), its
+-- payload completed by {extra} (a jsonb object).
+SELECT :namespace, a.queue, NULL, 'dlq_audit',
+       jsonb_build_object('id', a.id, 'action', a.action, 'actor', a.actor,
+                          'count', a.count, 'reason', a.reason, 'filter', a.filter,
+                          'jobIds', to_jsonb(a.job_ids[1:100]),
+                          'jobIdsTruncated', cardinality(a.job_ids) > 100) || {extra}
+FROM audit a
+
 -- name: dlq_list
 -- Parameters: :namespace, :queue, the selection :job_ids, :reason, :older_than_ms,
 -- :newer_than_ms, :retriable, :expired, :limit, and :default_config, :offset, :now.
@@ -153,15 +177,13 @@ WITH picked AS (
     DELETE FROM pgqueue_finished f
     USING moved m
     WHERE f.namespace = :namespace AND f.id = m.id AND f.state = 'failed'
-), audit AS (
-    INSERT INTO pgqueue_dlq_audit (namespace, actor, action, queue, job_ids, filter, reason,
-                                   count)
-    SELECT :namespace, :actor, :action, :queue, coalesce(array_agg(m.id ORDER BY m.id), '{}'), :recorded::jsonb, :why,
-           count(*)
-    FROM moved m
-    HAVING count(*) > 0 OR :audit_when_empty::boolean
-    RETURNING id, at, actor, action, queue, job_ids, filter, reason, count
-), events AS (
+), skipped_json AS (
+    SELECT jsonb_build_object('skipped', (SELECT coalesce(jsonb_agg(s.job_id ORDER BY s.job_id),
+                                                          '[]'::jsonb)
+                                          FROM skipped s)) AS payload
+),
+-- include: dlq_audit_insert(rows=moved m, id=m.id)
+, events AS (
     INSERT INTO pgqueue_events (namespace, queue, job_id, type, payload)
     SELECT :namespace, m.queue, m.id, 'redriven',
            jsonb_build_object('prev', 'failed', 'state', m.state, 'action', :action::text,
@@ -169,15 +191,7 @@ WITH picked AS (
     FROM moved m
     LEFT JOIN audit a ON true
     UNION ALL
-    SELECT :namespace, a.queue, NULL, 'dlq_audit',
-           jsonb_build_object('id', a.id, 'action', a.action, 'actor', a.actor,
-                              'count', a.count, 'reason', a.reason, 'filter', a.filter,
-                              'jobIds', to_jsonb(a.job_ids[1:100]),
-                              'jobIdsTruncated', cardinality(a.job_ids) > 100,
-                              'skipped', (SELECT coalesce(jsonb_agg(s.job_id ORDER BY s.job_id
-                                                                    ), '[]'::jsonb)
-                                          FROM skipped s))
-    FROM audit a
+    -- include: dlq_audit_event(extra=(SELECT x.payload FROM skipped_json x))
     RETURNING id, queue
 ), notified AS (
     -- include: notify_hint(namespace=:namespace)
@@ -229,15 +243,9 @@ WITH picked AS (
     USING entries e
     WHERE f.namespace = :namespace AND f.id = e.job_id AND f.state = 'failed'
     RETURNING f.id
-), audit AS (
-    INSERT INTO pgqueue_dlq_audit (namespace, actor, action, queue, job_ids, filter, reason,
-                                   count)
-    SELECT :namespace, :actor, :action, :queue, coalesce(array_agg(e.job_id ORDER BY e.job_id), '{}'),
-           :recorded::jsonb, :why, count(*)
-    FROM entries e
-    HAVING count(*) > 0 OR :audit_when_empty::boolean
-    RETURNING id, at, actor, action, queue, job_ids, filter, reason, count
-), events AS (
+),
+-- include: dlq_audit_insert(rows=entries e, id=e.job_id)
+, events AS (
     INSERT INTO pgqueue_events (namespace, queue, job_id, type, payload)
     SELECT :namespace, e.queue, e.job_id, 'removed',
            jsonb_build_object('prev', 'failed', 'action', :action::text, 'actor', :actor::text,
@@ -245,12 +253,7 @@ WITH picked AS (
     FROM entries e
     LEFT JOIN audit a ON true
     UNION ALL
-    SELECT :namespace, a.queue, NULL, 'dlq_audit',
-           jsonb_build_object('id', a.id, 'action', a.action, 'actor', a.actor,
-                              'count', a.count, 'reason', a.reason, 'filter', a.filter,
-                              'jobIds', to_jsonb(a.job_ids[1:100]),
-                              'jobIdsTruncated', cardinality(a.job_ids) > 100)
-    FROM audit a
+    -- include: dlq_audit_event(extra='{}'::jsonb)
     RETURNING id, queue
 ), notified AS (
     -- include: notify_hint(namespace=:namespace)
