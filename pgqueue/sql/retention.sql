@@ -41,6 +41,22 @@ SELECT count(*)::int AS pruned,
        coalesce(array_agg(g.id) FILTER (WHERE g.state = 'failed'), '{}') AS failed_ids
 FROM gone g
 
+-- fragment: event_prune_bound
+-- The CTE `bound`: the xid below which events may go: this snapshot's xmin,
+-- {horizon} when given (the previous pass's horizon), and the webhook
+-- fan-out's position while an enabled webhook has not read past it.  $1
+-- namespace.
+bound AS (
+    SELECT least(
+        pg_snapshot_xmin(pg_current_snapshot())::text::bigint,
+        coalesce({horizon}::bigint, 9223372036854775807),
+        coalesce((SELECT c.xid FROM pgqueue_webhook_cursor c
+                  WHERE c.namespace = $1
+                    AND EXISTS (SELECT 1 FROM pgqueue_webhooks w
+                                WHERE w.namespace = $1 AND w.enabled)),
+                 9223372036854775807)) AS xid
+)
+
 -- name: event_prune_old_returning
 -- Delete outbox events older than $2 ms, at most $3, each queue's as a prefix
 -- in (xid, id) order (those before the queue's first newer event): only of
@@ -49,16 +65,9 @@ FROM gone g
 -- since), and never one that enabled webhooks have not fanned out yet.
 -- Raises each queue's prune mark in the same statement.  $1 namespace, $5 the
 -- clock the ages are measured against (NULL: the database clock).
-WITH bound AS (
-    SELECT least(
-        pg_snapshot_xmin(pg_current_snapshot())::text::bigint,
-        coalesce($4::bigint, 9223372036854775807),
-        coalesce((SELECT c.xid FROM pgqueue_webhook_cursor c
-                  WHERE c.namespace = $1
-                    AND EXISTS (SELECT 1 FROM pgqueue_webhooks w
-                                WHERE w.namespace = $1 AND w.enabled)),
-                 9223372036854775807)) AS xid
-), newer AS (
+WITH
+-- include: event_prune_bound(horizon=$4)
+, newer AS (
     SELECT DISTINCT ON (e.queue) e.queue, e.xid, e.id
     FROM pgqueue_events e
     WHERE e.namespace = $1
@@ -88,16 +97,9 @@ SELECT g.id FROM gone g
 -- prefix in (xid, id) order, under the same bounds as
 -- event_prune_old_returning ($5: the previous pass's horizon, or NULL).
 -- Raises the queue's prune mark in the same statement.  $1 namespace.
-WITH bound AS (
-    SELECT least(
-        pg_snapshot_xmin(pg_current_snapshot())::text::bigint,
-        coalesce($5::bigint, 9223372036854775807),
-        coalesce((SELECT c.xid FROM pgqueue_webhook_cursor c
-                  WHERE c.namespace = $1
-                    AND EXISTS (SELECT 1 FROM pgqueue_webhooks w
-                                WHERE w.namespace = $1 AND w.enabled)),
-                 9223372036854775807)) AS xid
-), kept AS MATERIALIZED (  -- the oldest event kept; none when the queue has at most $3;
+WITH
+-- include: event_prune_bound(horizon=$5)
+, kept AS MATERIALIZED (  -- the oldest event kept; none when the queue has at most $3;
     -- MATERIALIZED: looked up once, never once per candidate row
     SELECT e.xid, e.id FROM pgqueue_events e
     WHERE e.namespace = $1 AND e.queue = $2 AND $3::int > 0
