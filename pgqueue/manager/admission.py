@@ -17,11 +17,8 @@ completing concurrently cannot miss the new edge.
 
 from __future__ import annotations
 
-import functools
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from operator import attrgetter
-from typing import Final
 
 from pgqueue.db.errormap import TransientConflict
 from pgqueue.db.executor import Executor
@@ -120,42 +117,37 @@ def _column(values: list[object]) -> tuple[list[object] | None, object]:
 _UNIFORM = (str, int, float, bool)
 
 
-_READERS: Final[Mapping[str, Callable[[JobSpec], object]]] = {
-    "data": attrgetter("data_json"),
-    "backoff_type": attrgetter("backoff.type"),
-    "backoff_ms": attrgetter("backoff.delay_ms"),
-    "backoff_max_ms": attrgetter("backoff.max_delay_ms"),
-    "opts": attrgetter("opts_json"),
-}
-"""The columns of ``job_insert_batch`` whose value is not the :class:`JobSpec`
-field of the same name."""
-
-_FROM_PLAN: Final = ("pending_deps", "has_dependents")
-"""The columns of ``job_insert_batch`` that the plan works out (the graph)."""
-
-
-@functools.cache
-def _spec_columns() -> tuple[tuple[str, Callable[[JobSpec], object]], ...]:
-    """(column, reader) for each column of ``job_insert_batch`` read from a spec:
-    the statement's ``<column>_batch`` parameters name them, and a column named
-    like a :class:`JobSpec` field is that field (a new column needs no code here)."""
-    columns = [p.removesuffix("_batch") for p in Q.job_insert_batch.params if p.endswith("_batch")]
-    return tuple(
-        (column, _READERS.get(column) or attrgetter(column))
-        for column in columns
-        if column not in _FROM_PLAN
-    )
-
-
 def _insert_args(ns: str, plan: _Plan, lo: int, hi: int) -> dict[str, object]:
     """The named parameters of ``job_insert_batch`` for specs ``lo:hi``: each
     column as an array (``queue``) or, when batch-wide, a scalar (``queue_batch``)."""
     specs = plan.specs[lo:hi]
     columns: dict[str, list[object]] = {
-        column: [read(s) for s in specs] for column, read in _spec_columns()
+        "queue": [s.queue for s in specs],
+        "name": [s.name for s in specs],
+        "data": [s.data_json for s in specs],
+        "priority": [s.priority for s in specs],
+        "lifo": [s.lifo for s in specs],
+        "delay_ms": [s.delay_ms for s in specs],
+        "max_attempts": [s.max_attempts for s in specs],
+        "backoff_type": [s.backoff.type for s in specs],
+        "backoff_ms": [s.backoff.delay_ms for s in specs],
+        "backoff_max_ms": [s.backoff.max_delay_ms for s in specs],
+        "timeout_ms": [s.timeout_ms for s in specs],
+        "ttl_ms": [s.ttl_ms for s in specs],
+        "stall_timeout_ms": [s.stall_timeout_ms for s in specs],
+        "remove_on_complete": [s.remove_on_complete for s in specs],
+        "remove_on_fail": [s.remove_on_fail for s in specs],
+        "custom_id": [s.custom_id for s in specs],
+        "unique_key": [s.unique_key for s in specs],
+        "unique_ttl_ms": [s.unique_ttl_ms for s in specs],
+        "group_id": [s.group_id for s in specs],
+        "parent_id": [s.parent_id for s in specs],
+        "parent_queue": [s.parent_queue for s in specs],
+        "pending_deps": list(plan.pending_deps[lo:hi]),
+        "has_dependents": list(plan.has_dependents[lo:hi]),
+        "opts": [s.opts_json for s in specs],
+        "created_at_ms": [s.created_at_ms for s in specs],
     }
-    columns["pending_deps"] = list(plan.pending_deps[lo:hi])
-    columns["has_dependents"] = list(plan.has_dependents[lo:hi])
     args: dict[str, object] = {"namespace": ns, "ids": plan.ids[lo:hi]}
     for name, values in columns.items():
         args[name], args[f"{name}_batch"] = _column(values)
