@@ -44,6 +44,14 @@ def clock_ahead(ms: float) -> datetime:
     return datetime.now(UTC) + timedelta(milliseconds=ms)
 
 
+def clock_between(earlier: datetime, later: datetime, plus_ms: float) -> datetime:
+    """An instant ``plus_ms`` after the middle of ``earlier`` and ``later``: the
+    ``now`` at which what happened at ``earlier`` is older than ``plus_ms`` and
+    what happened at ``later`` is not (both read from the database)."""
+    assert earlier < later, (earlier, later)
+    return earlier + (later - earlier) / 2 + timedelta(milliseconds=plus_ms)
+
+
 HOUR_MS = 3_600_000
 DAY_MS = 24 * HOUR_MS
 

@@ -7,10 +7,12 @@ database connection, the token's name on a broker) with ``--why``.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import click
 
+from pgqueue.cli.common import shown_option
 from pgqueue.cli.operator import (
     Target,
     confirm_or_refuse,
@@ -21,23 +23,14 @@ from pgqueue.cli.operator import (
 )
 from pgqueue.cli.render import age, moment, out, plural, print_json, progress_bar, table
 from pgqueue.client import Admin
+from pgqueue.vocabulary.states import FAILURE_REASONS
 
 __all__ = ["register"]
 
 REDRIVE_CHUNK = 500
-REASONS = (
-    "explicit_fail",
-    "max_attempts_exceeded",
-    "timeout",
-    "stalled",
-    "ttl_expired",
-    "worker_lost",
-    "dependency_failed",
-    "unknown",
-)
 reason_option = click.option(
     "--reason",
-    type=click.Choice(REASONS),
+    type=click.Choice(FAILURE_REASONS),
     default=None,
     help="only entries dead-lettered for this reason  [default: any]",
 )
@@ -54,16 +47,8 @@ def dlq() -> None:
 @dlq.command("list")
 @click.argument("queue")
 @reason_option
-@click.option(
-    "--page", type=click.IntRange(min=1), default=1, show_default=True, help="page to show"
-)
-@click.option(
-    "--page-size",
-    type=click.IntRange(1, 1000),
-    default=20,
-    show_default=True,
-    help="entries per page",
-)
+@shown_option("--page", type=click.IntRange(min=1), default=1, help="page to show")
+@shown_option("--page-size", type=click.IntRange(1, 1000), default=20, help="entries per page")
 @connection_options
 @json_option
 def list_(
@@ -124,6 +109,23 @@ def stats(target: Target, queue: str | None, as_json: bool) -> None:
         out.print(table(["reason", "entries"], reasons))
     if queue is None and found["byQueue"]:
         out.print(table(["queue", "entries"], sorted(found["byQueue"].items())))
+
+
+async def _each_queue(
+    action: str,
+    sizes: dict[str, int],
+    act: Callable[[str, int, Callable[[int], None]], Awaitable[int]],
+) -> dict[str, int]:
+    """``act(queue, size, advance)`` on each queue of ``sizes`` under one
+    progress bar (``advance(n)``: n more entries done); queue -> what it returned."""
+    done: dict[str, int] = {}
+    with progress_bar() as bar:
+        task = bar.add_task(action, total=sum(sizes.values()))
+        for name, size in sizes.items():
+            bar.update(task, description=f"{action} {name}")
+            done[name] = await act(name, size, lambda n: bar.advance(task, n))
+        bar.update(task, description=action)
+    return done
 
 
 async def _selected_queues(admin: Admin, queue: str | None, reason: str | None) -> dict[str, int]:
@@ -187,23 +189,20 @@ def redrive(
         sizes = await _selected_queues(admin, queue, reason)
         if limit is not None:
             sizes = {name: min(n, limit) for name, n in sizes.items()}
-        moved_per_queue: dict[str, int] = {}
-        with progress_bar() as bar:
-            task = bar.add_task("redrive", total=sum(sizes.values()))
-            for name, size in sizes.items():
-                q = await admin.queue(name)
-                bar.update(task, description=f"redrive {name}")
-                moved_here = 0
-                while moved_here < size:
-                    step = min(REDRIVE_CHUNK, size - moved_here)
-                    moved = await q.retry_dlq(limit=step, reason=reason, why=why)
-                    moved_here += moved
-                    bar.advance(task, moved)
-                    if moved < step:
-                        break  # the rest is held back (a live job has its id) or gone
-                moved_per_queue[name] = moved_here
-            bar.update(task, description="redrive")
-        return moved_per_queue
+
+        async def redrive_queue(name: str, size: int, advance: Callable[[int], None]) -> int:
+            q = await admin.queue(name)
+            moved_here = 0
+            while moved_here < size:
+                step = min(REDRIVE_CHUNK, size - moved_here)
+                moved = await q.retry_dlq(limit=step, reason=reason, why=why)
+                moved_here += moved
+                advance(moved)
+                if moved < step:
+                    break  # the rest is held back (a live job has its id) or gone
+            return moved_here
+
+        return await _each_queue("redrive", sizes, redrive_queue)
 
     moved = run_async(with_admin(target, work))
     if as_json:
@@ -238,15 +237,12 @@ def purge(
     )
 
     async def work(admin: Admin) -> dict[str, int]:
-        deleted: dict[str, int] = {}
-        with progress_bar() as bar:
-            task = bar.add_task("purge", total=sum(sizes.values()))
-            for name in sizes:
-                bar.update(task, description=f"purge {name}")
-                deleted[name] = await (await admin.queue(name)).purge_dlq(reason=reason, why=why)
-                bar.advance(task, deleted[name])
-            bar.update(task, description="purge")
-        return deleted
+        async def purge_queue(name: str, size: int, advance: Callable[[int], None]) -> int:
+            deleted = await (await admin.queue(name)).purge_dlq(reason=reason, why=why)
+            advance(deleted)
+            return deleted
+
+        return await _each_queue("purge", sizes, purge_queue)
 
     deleted = run_async(with_admin(target, work))
     if as_json:
@@ -257,13 +253,7 @@ def purge(
 
 @dlq.command("audit")
 @click.argument("queue", required=False)
-@click.option(
-    "--limit",
-    type=click.IntRange(1, 10_000),
-    default=50,
-    show_default=True,
-    help="newest records to show",
-)
+@shown_option("--limit", type=click.IntRange(1, 10_000), default=50, help="newest records to show")
 @connection_options
 @json_option
 def audit(target: Target, queue: str | None, limit: int, as_json: bool) -> None:

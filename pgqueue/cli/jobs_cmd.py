@@ -11,23 +11,16 @@ import orjson
 from rich.panel import Panel
 from rich.syntax import Syntax
 
+from pgqueue.cli.common import shown_option
 from pgqueue.cli.operator import Target, connection_options, json_option, run_async, with_admin
 from pgqueue.cli.render import dumps, duration, moment, out, print_json, progress_bar, table
 from pgqueue.client import Admin, Job
 from pgqueue.client.options import check_job
 from pgqueue.errors import JobNotFound, ValidationError
+from pgqueue.vocabulary.states import JOB_STATES
 
 __all__ = ["build_timeline", "register"]
 
-JOB_STATES = (
-    "waiting",
-    "prioritized",
-    "delayed",
-    "active",
-    "completed",
-    "failed",
-    "waiting-children",
-)
 PUSH_CHUNK = 1_000
 OPTION_FIELDS = (
     "priority",
@@ -70,16 +63,8 @@ def _json_argument(text: str, what: str) -> Any:
     type=click.Choice(JOB_STATES),
     help="only jobs in this state (repeatable)  [default: every state]",
 )
-@click.option(
-    "--page", type=click.IntRange(min=1), default=1, show_default=True, help="page to show"
-)
-@click.option(
-    "--page-size",
-    type=click.IntRange(1, 1000),
-    default=20,
-    show_default=True,
-    help="jobs per page",
-)
+@shown_option("--page", type=click.IntRange(min=1), default=1, help="page to show")
+@shown_option("--page-size", type=click.IntRange(1, 1000), default=20, help="jobs per page")
 @click.option("--newest-first", is_flag=True, default=False, help="newest jobs first")
 @connection_options
 @json_option

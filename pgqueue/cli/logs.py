@@ -16,6 +16,8 @@ from typing import Any
 import click
 import orjson
 
+from pgqueue.cli.common import env_option
+
 __all__ = [
     "LOG_FORMATS",
     "LOG_LEVELS",
@@ -66,19 +68,15 @@ def configure_logging(level: str, fmt: str) -> None:
 
 def logging_options(fn: Any) -> Any:
     """``--log-level`` and ``--log-format`` on a command (they override the group's)."""
-    fn = click.option(
+    fn = env_option(
         "--log-format",
         type=click.Choice(LOG_FORMATS),
-        envvar="PGQUEUE_LOG_FORMAT",
-        show_envvar=True,
         default=None,
         help="text, or one JSON object per line  [default: text]",
     )(fn)
-    return click.option(
+    return env_option(
         "--log-level",
         type=click.Choice(LOG_LEVELS, case_sensitive=False),
-        envvar="PGQUEUE_LOG_LEVEL",
-        show_envvar=True,
         default=None,
         help="least severe records logged  [default: INFO]",
     )(fn)

@@ -29,6 +29,7 @@ from pgqueue.cli import (
     top_cmd,
     worker_cmd,
 )
+from pgqueue.cli.common import env_option
 from pgqueue.cli.logs import LOG_FORMATS, LOG_LEVELS, configure_logging
 from pgqueue.errors import PgQueueError
 
@@ -50,19 +51,15 @@ CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100, "sho
 
 @click.group(context_settings=CONTEXT)
 @click.version_option(__version__, prog_name="pgqueue", message="%(prog)s %(version)s")
-@click.option(
+@env_option(
     "--log-level",
     type=click.Choice(LOG_LEVELS, case_sensitive=False),
-    envvar="PGQUEUE_LOG_LEVEL",
-    show_envvar=True,
     default="INFO",
     help="least severe records logged",
 )
-@click.option(
+@env_option(
     "--log-format",
     type=click.Choice(LOG_FORMATS),
-    envvar="PGQUEUE_LOG_FORMAT",
-    show_envvar=True,
     default="text",
     help="text, or one JSON object per line (log shippers)",
 )

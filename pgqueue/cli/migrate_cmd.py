@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import click
 
+from pgqueue.cli.common import create_db_option, env_option
 from pgqueue.cli.render import progress_bar
 from pgqueue.db.reachability import check_database, shown_dsn
 from pgqueue.db.schema import KNOWN_REVISIONS, SCHEMA_VERSION, current_revision, migrate
@@ -18,20 +19,13 @@ __all__ = ["migrate_command", "register"]
 
 
 @click.command("migrate")
-@click.option(
+@env_option(
     "--dsn",
-    envvar="PGQUEUE_DSN",
-    show_envvar=True,
     default=None,
     help="PostgreSQL URL  [default: the embedded database of `pgqueue serve`]",
 )
 @click.option("--revision", default="head", help="target revision; older = downgrade")
-@click.option(
-    "--create-db",
-    is_flag=True,
-    default=False,
-    help="create the --dsn database when it does not exist",
-)
+@create_db_option
 @click.option(
     "--data-dir",
     default=None,

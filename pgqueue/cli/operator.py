@@ -22,6 +22,7 @@ from urllib.parse import urlsplit
 
 import click
 
+from pgqueue.cli.common import env_option
 from pgqueue.client import Admin
 from pgqueue.errors import ConfigError
 
@@ -85,26 +86,16 @@ def _target(
 def connection_options(fn: F) -> F:
     """``--connection``, ``--token``, ``--namespace``; the command gets ``target``."""
 
-    @click.option(
+    @env_option(
         "--connection",
         "-c",
-        envvar="PGQUEUE_CONNECTION",
-        show_envvar=True,
         default=None,
         help="pgqueue://host:port[,host:port...] (brokers) or postgresql://... (the "
         f"database); default: $PGQUEUE_CONNECTION, then $PGQUEUE_DSN, then {DEFAULT_CONNECTION}",
     )
-    @click.option(
-        "--token",
-        envvar="PGQUEUE_TOKEN",
-        show_envvar=True,
-        default=None,
-        help="auth token sent to the brokers  [default: none]",
-    )
-    @click.option(
+    @env_option("--token", default=None, help="auth token sent to the brokers  [default: none]")
+    @env_option(
         "--namespace",
-        envvar="PGQUEUE_NAMESPACE",
-        show_envvar=True,
         default=None,
         help="namespace of a postgresql:// connection  [default: default]",
     )

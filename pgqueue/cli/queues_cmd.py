@@ -11,6 +11,7 @@ from typing import Any
 
 import click
 
+from pgqueue.cli.common import shown_option
 from pgqueue.cli.operator import (
     Target,
     confirm_or_refuse,
@@ -111,27 +112,16 @@ def drain(target: Target, queue: str, delayed: bool, yes: bool) -> None:
 
 @click.command("clean")
 @click.argument("queue")
-@click.option(
+@shown_option(
     "--state",
     type=click.Choice(CLEANABLE_STATES),
     default="completed",
-    show_default=True,
     help="remove jobs in this state",
 )
-@click.option(
-    "--grace-ms",
-    type=click.IntRange(min=0),
-    default=0,
-    show_default=True,
-    help="only jobs older than this (ms)",
+@shown_option(
+    "--grace-ms", type=click.IntRange(min=0), default=0, help="only jobs older than this (ms)"
 )
-@click.option(
-    "--limit",
-    type=click.IntRange(min=1),
-    default=1000,
-    show_default=True,
-    help="remove at most this many",
-)
+@shown_option("--limit", type=click.IntRange(min=1), default=1000, help="remove at most this many")
 @click.option("--yes", "-y", is_flag=True, default=False, help="do not ask for confirmation")
 @connection_options
 def clean(target: Target, queue: str, state: str, grace_ms: int, limit: int, yes: bool) -> None:

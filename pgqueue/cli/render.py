@@ -26,6 +26,8 @@ from rich.progress import (
 )
 from rich.table import Table
 
+from pgqueue.vocabulary.states import JOB_STATES
+
 __all__ = [
     "age",
     "dumps",
@@ -69,14 +71,12 @@ def table(
     return shown
 
 
+RATE_COLUMNS = ("in/s", "done/s", "fail/s", "wait p50", "wait p95", "run p50", "run p95")
+"""The live columns of ``pgqueue top``: rates and latencies."""
+
 NUMERIC_COLUMNS = frozenset(
     {
-        "waiting",
-        "prioritized",
-        "delayed",
-        "active",
-        "completed",
-        "failed",
+        *JOB_STATES,
         "children",
         "dlq",
         "attempts",
@@ -86,14 +86,8 @@ NUMERIC_COLUMNS = frozenset(
         "concurrency",
         "processed",
         "pid",
-        "in/s",
-        "done/s",
-        "fail/s",
-        "wait p50",
-        "wait p95",
-        "run p50",
-        "run p95",
         "entries",
+        *RATE_COLUMNS,
     }
 )
 

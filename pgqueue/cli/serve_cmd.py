@@ -25,7 +25,7 @@ from pathlib import Path
 
 import click
 
-from pgqueue.cli.common import engine_settings
+from pgqueue.cli.common import create_db_option, engine_settings, env_option
 from pgqueue.cli.logs import apply_logging, logging_options
 from pgqueue.config import HEARTBEAT_INTERVAL_MS_DEFAULT, Config
 from pgqueue.db.reachability import check_database, shown_dsn
@@ -41,50 +41,30 @@ ANY_HOST = "0.0.0.0"
 
 
 @click.command("serve")
-@click.option(
+@env_option(
     "--dsn",
-    envvar="PGQUEUE_DSN",
-    show_envvar=True,
     default=None,
     help="PostgreSQL URL; without one, an embedded PostgreSQL is started  [default: none]",
 )
-@click.option(
+@env_option(
     "--namespace",
-    envvar="PGQUEUE_NAMESPACE",
-    show_envvar=True,
     default="default",
     help="namespace served (installs sharing a database stay apart)",
 )
-@click.option(
+@env_option(
     "--broker-id",
-    envvar="PGQUEUE_BROKER_ID",
-    show_envvar=True,
     default=None,
     help="this broker's id, unique in the namespace  [default: host:pid:random]",
 )
-@click.option(
+@env_option(
     "--host",
-    envvar="PGQUEUE_HOST",
-    show_envvar=True,
     default=None,
     help=f"address to listen on  [default: {LOOPBACK_HOST} without auth tokens, {ANY_HOST} with]",
 )
-@click.option(
-    "--tcp-port",
-    envvar="PGQUEUE_TCP_PORT",
-    show_envvar=True,
-    type=int,
-    default=6789,
-    help="bunqueue TCP protocol port (0: any free port)",
+@env_option(
+    "--tcp-port", type=int, default=6789, help="bunqueue TCP protocol port (0: any free port)"
 )
-@click.option(
-    "--http-port",
-    envvar="PGQUEUE_HTTP_PORT",
-    show_envvar=True,
-    type=int,
-    default=6790,
-    help="HTTP API port (0: any free port)",
-)
+@env_option("--http-port", type=int, default=6790, help="HTTP API port (0: any free port)")
 @click.option("--no-http", is_flag=True, default=False, help="serve TCP only")
 @click.option(
     "--auth-token",
@@ -94,18 +74,14 @@ ANY_HOST = "0.0.0.0"
     help="accept this client token (repeatable; also $PGQUEUE_AUTH_TOKENS, comma "
     "separated)  [default: none: no auth]",
 )
-@click.option(
+@env_option(
     "--lease-ms",
-    envvar="PGQUEUE_LEASE_MS",
-    show_envvar=True,
     type=int,
     default=30_000,
     help="lease of a pulled job when the client asks for none",
 )
-@click.option(
+@env_option(
     "--poll-interval-ms",
-    envvar="PGQUEUE_POLL_INTERVAL_MS",
-    show_envvar=True,
     type=int,
     default=250,
     help="how often the outbox and the queues are polled",
@@ -116,37 +92,24 @@ ANY_HOST = "0.0.0.0"
     default=False,
     help="no LISTEN, polling only (behind PgBouncer in transaction mode)",
 )
-@click.option(
-    "--pool-size",
-    envvar="PGQUEUE_POOL_SIZE",
-    show_envvar=True,
-    type=int,
-    default=10,
-    help="PostgreSQL connections of the broker's pool",
-)
+@env_option("--pool-size", type=int, default=10, help="PostgreSQL connections of the broker's pool")
 @click.option(
     "--max-frame-bytes", type=int, default=64 * 1024 * 1024, help="largest TCP frame accepted"
 )
-@click.option(
+@env_option(
     "--max-http-body-bytes",
-    envvar="PGQUEUE_MAX_HTTP_BODY_BYTES",
-    show_envvar=True,
     type=int,
     default=HTTP_BODY_BYTES_DEFAULT,
     help="largest HTTP request body accepted (413 above it)",
 )
-@click.option(
+@env_option(
     "--sse-keepalive-ms",
-    envvar="PGQUEUE_SSE_KEEPALIVE_MS",
-    show_envvar=True,
     type=int,
     default=15_000,
     help="keep-alive comment interval of the HTTP event streams",
 )
-@click.option(
+@env_option(
     "--session-heartbeat-ms",
-    envvar="PGQUEUE_SESSION_HEARTBEAT_MS",
-    show_envvar=True,
     type=int,
     default=HEARTBEAT_INTERVAL_MS_DEFAULT,
     help="how often the broker renews (and checks) its session row",
@@ -157,10 +120,8 @@ ANY_HOST = "0.0.0.0"
     default=60_000,
     help="close a connection that holds a partial frame this long (0: never)",
 )
-@click.option(
+@env_option(
     "--max-request-age-ms",
-    envvar="PGQUEUE_MAX_REQUEST_AGE_MS",
-    show_envvar=True,
     type=int,
     default=30_000,
     help="never serve a TCP request older than this (0: no limit; see docs)",
@@ -178,12 +139,7 @@ ANY_HOST = "0.0.0.0"
     default=False,
     help="migrate the schema first (always done for the embedded database)",
 )
-@click.option(
-    "--create-db",
-    is_flag=True,
-    default=False,
-    help="create the --dsn database when it does not exist",
-)
+@create_db_option
 @click.option(
     "--set",
     "settings",

@@ -22,29 +22,15 @@ import orjson
 from rich.live import Live
 from rich.table import Table
 
+from pgqueue.cli.common import shown_option
 from pgqueue.cli.operator import Target, connection_options
-from pgqueue.cli.render import duration, out, table
+from pgqueue.cli.render import RATE_COLUMNS, duration, out, table
 from pgqueue.cli.top_model import QueueTop
 from pgqueue.client import Admin, QueueEvents
 
 __all__ = ["register"]
 
-COLUMNS = [
-    "queue",
-    "state",
-    "waiting",
-    "delayed",
-    "active",
-    "completed",
-    "failed",
-    "in/s",
-    "done/s",
-    "fail/s",
-    "wait p50",
-    "wait p95",
-    "run p50",
-    "run p95",
-]
+COLUMNS = ["queue", "state", "waiting", "delayed", "active", "completed", "failed", *RATE_COLUMNS]
 
 
 class Top:
@@ -169,41 +155,36 @@ async def _run(
 
 
 @click.command("top")
-@click.option(
+@shown_option(
     "--interval",
     "interval_s",
     type=click.FloatRange(min=0.1),
     default=1.0,
-    show_default=True,
     help="seconds between screen refreshes",
 )
-@click.option(
+@shown_option(
     "--window",
     "window_s",
     type=click.FloatRange(min=1),
     default=10.0,
-    show_default=True,
     help="seconds of events the rates are averaged over",
 )
-@click.option(
+@shown_option(
     "--discover-s",
     type=click.FloatRange(min=0.5),
     default=5.0,
-    show_default=True,
     help="seconds between looks for new queues (one ListQueues)",
 )
-@click.option(
+@shown_option(
     "--resync-s",
     type=click.FloatRange(min=1),
     default=30.0,
-    show_default=True,
     help="seconds between re-reads of each queue's counts (against drift)",
 )
-@click.option(
+@shown_option(
     "--frames",
     type=click.IntRange(min=0),
     default=0,
-    show_default=True,
     help="stop after this many refreshes (0: until Ctrl-C)",
 )
 @click.option("--json", "as_json", is_flag=True, default=False, help="one JSON line per refresh")

@@ -32,6 +32,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 import click
 
+from pgqueue.cli.common import env_option
 from pgqueue.cli.logs import apply_logging, logging_options
 from pgqueue.errors import ConfigError
 
@@ -42,13 +43,7 @@ log = logging.getLogger("pgqueue.worker")
 
 @click.command("worker")
 @click.argument("target", metavar="MODULE:FUNCTION")
-@click.option(
-    "--queue",
-    envvar="PGQUEUE_QUEUE",
-    show_envvar=True,
-    default=None,
-    help="queue to process  [required]",
-)
+@env_option("--queue", default=None, help="queue to process  [required]")
 @click.option(
     "--connection",
     default=None,

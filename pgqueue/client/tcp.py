@@ -91,20 +91,11 @@ from pgqueue.errors import (
 )
 from pgqueue.manager.completion import parse_fence
 from pgqueue.vocabulary.names import validate_queue_name
+from pgqueue.vocabulary.states import JOB_STATES
 
 __all__ = ["TcpTransport"]
 
 log = logging.getLogger("pgqueue.client")
-
-_COUNT_KEYS = (
-    "waiting",
-    "prioritized",
-    "delayed",
-    "active",
-    "waiting-children",
-    "completed",
-    "failed",
-)
 
 
 def _raise_undecided(data: Mapping[str, Any]) -> None:
@@ -458,7 +449,7 @@ class TcpTransport:
     async def get_counts(self, queue: str) -> dict[str, int]:
         counts = dict((await self._call("GetJobCounts", {"queue": queue}, read=True))["counts"])
         ready_when_paused = int(counts.pop("paused", 0) or 0)
-        body = {key: int(counts.get(key) or 0) for key in _COUNT_KEYS}
+        body = {key: int(counts.get(key) or 0) for key in JOB_STATES}
         if ready_when_paused:
             body["waiting"] += ready_when_paused
             paused = True

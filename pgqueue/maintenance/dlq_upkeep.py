@@ -12,7 +12,8 @@ many entries it has, how many are expired and how many are due; then
    its chain (the retry count travels on the live job).
 
 Each batch is one audited statement (:mod:`pgqueue.manager.dlq.redrive`), with
-actor :data:`UPKEEP_ACTOR`.  Everything is measured on the database clock.
+actor :data:`UPKEEP_ACTOR`.  Everything is measured on the database clock
+(a test moves time with ``now``: the instant ages and due-ness are judged at).
 ``maxEntries`` is enforced by the upkeep, so a queue may briefly hold more
 entries between two passes.
 
@@ -29,6 +30,8 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
 
 import orjson
 
@@ -39,7 +42,7 @@ from pgqueue.manager.context import EngineContext
 from pgqueue.manager.dlq.models import RedriveResult
 from pgqueue.manager.dlq.policy import DlqConfig, DlqFilter, complete_dlq_config
 from pgqueue.manager.dlq.reads import DEFAULT_DLQ_CONFIG_JSON
-from pgqueue.manager.dlq.redrive import delete_entries, redrive_entries
+from pgqueue.manager.dlq.redrive import Audit, delete_entries, redrive_entries
 from pgqueue.service import Service
 
 __all__ = [
@@ -69,6 +72,11 @@ class DlqUpkeepReport:
         return self.auto_retried + self.expired + self.trimmed
 
 
+def _audit(action: str, why: str, recorded: dict[str, Any]) -> Audit:
+    """The audit of an upkeep batch: by :data:`UPKEEP_ACTOR`, none when it did nothing."""
+    return Audit(action, UPKEEP_ACTOR, why, audit_when_empty=False, recorded=recorded)
+
+
 async def _in_batches(
     step: Callable[[int], Awaitable[RedriveResult]], batch: int, most: int | None = None
 ) -> int:
@@ -84,17 +92,15 @@ async def _in_batches(
     return done
 
 
-async def _expire(ctx: EngineContext, queue: str, config: DlqConfig, batch: int) -> int:
+async def _expire(
+    ctx: EngineContext, queue: str, config: DlqConfig, batch: int, now: datetime | None
+) -> int:
     def step(limit: int) -> Awaitable[RedriveResult]:
         return delete_entries(
             ctx,
             queue,
-            DlqFilter(expired=True, limit=limit),
-            action="expire",
-            actor=UPKEEP_ACTOR,
-            why="maxAge",
-            audit_when_empty=False,
-            recorded={"expired": True, "maxAge": config["maxAge"]},
+            DlqFilter(expired=True, limit=limit, now=now),
+            _audit("expire", "maxAge", {"expired": True, "maxAge": config["maxAge"]}),
         )
 
     return await _in_batches(step, batch)
@@ -106,17 +112,15 @@ async def _trim(ctx: EngineContext, queue: str, config: DlqConfig, excess: int, 
             ctx,
             queue,
             DlqFilter(limit=limit),
-            action="expire",
-            actor=UPKEEP_ACTOR,
-            why="maxEntries",
-            audit_when_empty=False,
-            recorded={"maxEntries": config["maxEntries"], "limit": limit},
+            _audit("expire", "maxEntries", {"maxEntries": config["maxEntries"], "limit": limit}),
         )
 
     return await _in_batches(step, batch, most=excess)
 
 
-async def _auto_retry(ctx: EngineContext, queue: str, config: DlqConfig, batch: int) -> int:
+async def _auto_retry(
+    ctx: EngineContext, queue: str, config: DlqConfig, batch: int, now: datetime | None
+) -> int:
     recorded = {
         "retriable": True,
         "autoRetryInterval": config["autoRetryInterval"],
@@ -127,34 +131,34 @@ async def _auto_retry(ctx: EngineContext, queue: str, config: DlqConfig, batch: 
         return redrive_entries(
             ctx,
             queue,
-            DlqFilter(retriable=True, limit=limit),
-            action="auto_retry",
-            actor=UPKEEP_ACTOR,
-            why="autoRetry",
-            audit_when_empty=False,
-            recorded=recorded,
+            DlqFilter(retriable=True, limit=limit, now=now),
+            _audit("auto_retry", "autoRetry", recorded),
         )
 
     return await _in_batches(step, batch)
 
 
-async def dlq_upkeep_once(ctx: EngineContext, *, batch: int | None = None) -> DlqUpkeepReport:
-    """One pass over every queue's DLQ (see the module docstring)."""
+async def dlq_upkeep_once(
+    ctx: EngineContext, *, batch: int | None = None, now: datetime | None = None
+) -> DlqUpkeepReport:
+    """One pass over every queue's DLQ (see the module docstring); ``now``:
+    the instant entries' ages and due-ness are judged at (``None``: the
+    database clock)."""
     batch = batch or ctx.config.reaper_batch
     report = DlqUpkeepReport()
-    rows = await ctx.db.fetch(Q.dlq_upkeep_queues, ctx.namespace, DEFAULT_DLQ_CONFIG_JSON)
+    rows = await ctx.db.fetch(Q.dlq_upkeep_queues, ctx.namespace, DEFAULT_DLQ_CONFIG_JSON, now)
     for row in rows:
         queue = row["queue"]
         config = complete_dlq_config(orjson.loads(row["config"]))
         total = int(row["total"])
         if row["expired"] and config["maxAge"] is not None:
-            expired = await _expire(ctx, queue, config, batch)
+            expired = await _expire(ctx, queue, config, batch, now)
             report.expired += expired
             total -= expired
         if total > config["maxEntries"]:
             report.trimmed += await _trim(ctx, queue, config, total - config["maxEntries"], batch)
         if row["due"] and config["autoRetry"]:
-            report.auto_retried += await _auto_retry(ctx, queue, config, batch)
+            report.auto_retried += await _auto_retry(ctx, queue, config, batch, now)
     return report
 
 

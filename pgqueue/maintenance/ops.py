@@ -66,14 +66,19 @@ class MaintenanceOps(ManagerBase):
     async def retention_pass(self, *, now: datetime | None = None) -> RetentionReport:
         """Run one retention pass now (finished jobs, events, dead workers).
 
-        ``now``: the instant finished jobs' ages are measured against (a test
-        moves time with it; ``None``, the default, is the database clock)."""
+        ``now``: the instant the ages of finished jobs, events and workers are
+        measured against (a test moves time with it; ``None``, the default, is
+        the database clock)."""
         return await retain_once(self.ctx, now=now)
 
     async def trim_events(self, queue: str, max_length: int) -> int:
         """Keep only the newest ``max_length`` events of ``queue``."""
         return await trim_events(self.ctx, queue, max_length)
 
-    async def dlq_upkeep_pass(self) -> DlqUpkeepReport:
-        """Run one DLQ upkeep pass now (auto-retry, max age, max entries)."""
-        return await dlq_upkeep_once(self.ctx)
+    async def dlq_upkeep_pass(self, *, now: datetime | None = None) -> DlqUpkeepReport:
+        """Run one DLQ upkeep pass now (auto-retry, max age, max entries).
+
+        ``now``: the instant entries' ages and auto-retry schedules are judged
+        at (a test moves time with it; ``None``, the default, is the database
+        clock)."""
+        return await dlq_upkeep_once(self.ctx, now=now)

@@ -113,10 +113,8 @@ async def _reap_leases_in(
         entry = _entry(row, decision.reason, error)
         if decision.action == "dead_letter":
             dead.append(
-                DeadLetter(
-                    row["id"],
-                    row["queue"],
-                    row["fence"],
+                DeadLetter.of_row(
+                    row,
                     "active",
                     decision.reason,
                     error,
@@ -185,10 +183,8 @@ async def _reap_ttl_in(
             tx,
             ctx,
             [
-                DeadLetter(
-                    row["id"],
-                    row["queue"],
-                    row["fence"],
+                DeadLetter.of_row(
+                    row,
                     "pending",
                     "ttl_expired",
                     "the job's TTL passed before it was processed",

@@ -100,16 +100,20 @@ async def retain_once(
     """One retention pass (see the module docstring).  Events are deleted only
     below the commit-safe horizon, and below ``horizon`` when given.
 
-    ``now`` is the instant finished jobs' ages are measured against: ``None``
-    (every production pass) is the database clock; a test passes a later
-    instant to move time instead of rewriting rows.  Events and workers are
-    judged on the database clock."""
+    ``now`` is the instant the ages of finished jobs, events and workers are
+    measured against: ``None`` (every production pass) is the database clock;
+    a test passes a later instant to move time instead of rewriting rows."""
     config = ctx.config
     report = RetentionReport()
     report.finished = await _prune_finished(ctx, now)
     while True:
         row = await ctx.db.fetchrow(
-            Q.event_prune_old_returning, ctx.namespace, config.retention_events_ms, BATCH, horizon
+            Q.event_prune_old_returning,
+            ctx.namespace,
+            config.retention_events_ms,
+            BATCH,
+            horizon,
+            now,
         )
         assert row is not None
         report.events += row["pruned"]
@@ -120,7 +124,7 @@ async def retain_once(
             ctx, row["queue"], config.retention_events_per_queue, horizon
         )
     report.workers = len(
-        await ctx.db.fetch(Q.worker_prune_stale, ctx.namespace, config.worker_stale_ms)
+        await ctx.db.fetch(Q.worker_prune_stale, ctx.namespace, config.worker_stale_ms, now)
     )
     return report
 

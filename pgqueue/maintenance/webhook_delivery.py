@@ -30,6 +30,7 @@ import asyncio
 import contextlib
 import logging
 from dataclasses import dataclass, field, replace
+from datetime import datetime
 from typing import Any
 
 from pgqueue.config import Config
@@ -280,8 +281,14 @@ async def fan_out_once(
 # -- delivery ---------------------------------------------------------------------
 
 
-async def claim_due(ctx: EngineContext, settings: DeliverySettings, limit: int) -> list[Claim]:
-    rows = await ctx.db.fetch(Q.webhook_delivery_claim, ctx.namespace, limit, settings.lease_ms)
+async def claim_due(
+    ctx: EngineContext, settings: DeliverySettings, limit: int, now: datetime | None = None
+) -> list[Claim]:
+    """Claim up to ``limit`` deliveries due at ``now`` (``None``: the database
+    clock; a test passes a later instant to move time)."""
+    rows = await ctx.db.fetch(
+        Q.webhook_delivery_claim, ctx.namespace, limit, settings.lease_ms, now
+    )
     return [Claim.from_row(row) for row in rows]
 
 
@@ -319,25 +326,33 @@ async def record_results(
 
 
 async def deliver_once(
-    ctx: EngineContext, sender: WebhookSender, settings: DeliverySettings
+    ctx: EngineContext,
+    sender: WebhookSender,
+    settings: DeliverySettings,
+    now: datetime | None = None,
 ) -> DeliveryReport:
-    """Claim what is due now, POST it all, record the outcomes (until nothing is due)."""
+    """Claim what is due (at ``now``, see :func:`claim_due`), POST it all,
+    record the outcomes (until nothing is due)."""
     report = DeliveryReport()
     while True:
-        claims = await claim_due(ctx, settings, settings.max_in_flight)
+        claims = await claim_due(ctx, settings, settings.max_in_flight, now)
         if not claims:
             return report
         results = await asyncio.gather(*(sender.send(c.attempt_of()) for c in claims))
         await record_results(ctx, list(zip(claims, results, strict=True)), settings, report)
 
 
-async def upkeep_once(ctx: EngineContext, settings: DeliverySettings) -> int:
-    """Fail interrupted deliveries with no attempt left; prune the log.  Returns pruned."""
-    await ctx.db.fetchval(Q.webhook_delivery_fail_spent, ctx.namespace)
+async def upkeep_once(
+    ctx: EngineContext, settings: DeliverySettings, now: datetime | None = None
+) -> int:
+    """Fail interrupted deliveries with no attempt left; prune the log.  Returns
+    pruned.  ``now``: the instant leases and ages are judged at (``None``: the
+    database clock; a test passes a later instant to move time)."""
+    await ctx.db.fetchval(Q.webhook_delivery_fail_spent, ctx.namespace, now)
     pruned = 0
     while True:
         batch = await ctx.db.fetchval(
-            Q.webhook_delivery_prune, ctx.namespace, settings.retention_ms, 1000
+            Q.webhook_delivery_prune, ctx.namespace, settings.retention_ms, 1000, now
         )
         pruned += int(batch)
         if batch < 1000:

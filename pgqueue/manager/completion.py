@@ -93,6 +93,30 @@ class DeadLetter:
     attempts_inc: int
     stacktrace: list[str] | None = None
 
+    @classmethod
+    def of_row(
+        cls,
+        row: Row,
+        expected_state: str,
+        reason: FailureReason,
+        error: str | None,
+        attempt_entry: dict[str, Any] | None = None,
+        attempts_inc: int = 0,
+        stacktrace: list[str] | None = None,
+    ) -> DeadLetter:
+        """The dead-lettering of a locked row (its ``id``, ``queue`` and ``fence``)."""
+        return cls(
+            row["id"],
+            row["queue"],
+            row["fence"],
+            expected_state,
+            reason,
+            error,
+            attempt_entry,
+            attempts_inc,
+            stacktrace,
+        )
+
     def finish_row(self) -> FinishRow:
         return FinishRow(
             self.job_id,
@@ -305,10 +329,8 @@ async def _record_failures_in(
         entry = _attempt_entry(row, reason if decision.dead_letter else "retry", item.error)
         if decision.dead_letter:
             dead.append(
-                DeadLetter(
-                    row["id"],
-                    row["queue"],
-                    row["fence"],
+                DeadLetter.of_row(
+                    row,
                     "active",
                     reason,
                     item.error,
@@ -393,10 +415,8 @@ async def _propagate_failures(ex: Executor, ctx: EngineContext, rows: Sequence[R
             ex,
             ctx,
             [
-                DeadLetter(
-                    row["id"],
-                    row["queue"],
-                    row["fence"],
+                DeadLetter.of_row(
+                    row,
                     row["state"],
                     "dependency_failed",
                     "a child job failed",

@@ -85,10 +85,8 @@ async def settle_lost_dependencies(
             tx,
             ctx,
             [
-                DeadLetter(
-                    row["id"],
-                    row["queue"],
-                    row["fence"],
+                DeadLetter.of_row(
+                    row,
                     row["state"],
                     "dependency_failed",
                     f"dependency {failing[row['id']]} of queue {queue} {why}",

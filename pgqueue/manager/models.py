@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from pgqueue.errors import PgQueueError
+from pgqueue.vocabulary.states import JOB_STATES
 
 __all__ = [
     "JOB_STATES",
@@ -16,16 +17,6 @@ __all__ = [
     "JobCounts",
     "OutcomeReason",
 ]
-
-JOB_STATES = (
-    "waiting",
-    "prioritized",
-    "delayed",
-    "active",
-    "waiting-children",
-    "completed",
-    "failed",
-)
 
 
 @dataclass(frozen=True, slots=True)

@@ -7,7 +7,9 @@ database clock (G5: ``run_at = db_now + base * 2^(attempts-1)``, capped).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal, get_args
+from typing import Literal
+
+from pgqueue.vocabulary.states import FAILURE_REASONS, FailureReason
 
 __all__ = [
     "FAILURE_REASONS",
@@ -20,20 +22,6 @@ __all__ = [
     "decide_stall",
 ]
 
-
-FailureReason = Literal[
-    "explicit_fail",
-    "max_attempts_exceeded",
-    "timeout",
-    "stalled",
-    "ttl_expired",
-    "worker_lost",
-    "unknown",
-    "dependency_failed",
-]
-"""Why a job failed or was dead-lettered (``failed_reason``; the CHECK of ``pgqueue_dlq``)."""
-
-FAILURE_REASONS: tuple[FailureReason, ...] = get_args(FailureReason)
 
 StallAction = Literal["requeue", "retry", "dead_letter"]
 """What the reaper does with a job whose lease ended."""

@@ -3,7 +3,9 @@
 -- of :namespace that pass the filters (NULL: any) :job_ids, :reason, entered at
 -- or before :older_than_ms / at or after :newer_than_ms (ms since the epoch), due
 -- for an auto-retry per `c.config` (:retriable true) or not, expired (:expired
--- true) or not.  `c.config` is the queue's DLQ config over the default.
+-- true) or not, both judged at :now (NULL: the database clock; a test passes a
+-- later instant to move time).  `c.config` is the queue's DLQ config over the
+-- default.
 WHERE d.namespace = :namespace
   AND d.queue = :queue
   AND (:job_ids::text[] IS NULL OR d.job_id = ANY(:job_ids::text[]))
@@ -12,18 +14,43 @@ WHERE d.namespace = :namespace
   AND (:newer_than_ms::float8 IS NULL OR d.entered_at >= to_timestamp(:newer_than_ms::float8 / 1000))
   AND (:retriable::boolean IS NULL OR :retriable::boolean = coalesce(
           pgqueue_dlq_next_retry_at(d.entered_at, d.retry_count, d.last_retry_at, c.config)
-              <= statement_timestamp(), false))
+              <= coalesce(:now::timestamptz, statement_timestamp()), false))
   AND (:expired::boolean IS NULL OR :expired::boolean = coalesce(
-          pgqueue_dlq_expires_at(d.entered_at, c.config) <= statement_timestamp(), false))
+          pgqueue_dlq_expires_at(d.entered_at, c.config)
+              <= coalesce(:now::timestamptz, statement_timestamp()), false))
+
+-- fragment: dlq_audit_insert
+-- The CTE `audit`: ONE audit row of a DLQ operation over the jobs {id} of
+-- {rows} (none when nothing was selected, unless :audit_when_empty), by
+-- :actor, :action on :queue of :namespace, :recorded filter, :why.
+audit AS (
+    INSERT INTO pgqueue_dlq_audit (namespace, actor, action, queue, job_ids, filter, reason,
+                                   count)
+    SELECT :namespace, :actor, :action, :queue, coalesce(array_agg({id} ORDER BY {id}), '{}'),
+           :recorded::jsonb, :why, count(*)
+    FROM {rows}
+    HAVING count(*) > 0 OR :audit_when_empty::boolean
+    RETURNING id, at, actor, action, queue, job_ids, filter, reason, count
+)
+
+-- fragment: dlq_audit_event
+-- The 'dlq_audit' event of the row in `audit` (the first 100 job ids), its
+-- payload completed by {extra} (a jsonb object).
+SELECT :namespace, a.queue, NULL, 'dlq_audit',
+       jsonb_build_object('id', a.id, 'action', a.action, 'actor', a.actor,
+                          'count', a.count, 'reason', a.reason, 'filter', a.filter,
+                          'jobIds', to_jsonb(a.job_ids[1:100]),
+                          'jobIdsTruncated', cardinality(a.job_ids) > 100) || {extra}
+FROM audit a
 
 -- name: dlq_list
 -- Parameters: :namespace, :queue, the selection :job_ids, :reason, :older_than_ms,
--- :newer_than_ms, :retriable, :expired, :limit, and :default_config, :offset.
+-- :newer_than_ms, :retriable, :expired, :limit, and :default_config, :offset, :now.
 -- Dead-letter entries of queue :queue of :namespace with their failed jobs, oldest
 -- entry first, one page (:limit rows after :offset).  Selection as in
 -- dlq_selection (NULL: any): :job_ids, :reason, entered at or before :older_than_ms
 -- or at or after :newer_than_ms (ms since the epoch), due for an auto-retry
--- (:retriable true) or not, expired (:expired true) or not.  :default_config: the
+-- (:retriable true) or not, expired (:expired true) or not (judged at :now).  :default_config: the
 -- default DLQ config (jsonb, wire names); schedules derive from the queue's
 -- current config.
 SELECT d.job_id, d.reason, d.error AS dlq_error, d.entered_at, d.attempts AS dlq_attempts,
@@ -72,7 +99,7 @@ SELECT queue FROM pgqueue_dlq WHERE namespace = $1 AND job_id = $2
 -- name: dlq_redrive
 -- Parameters: :namespace, :queue, the selection :job_ids, :reason, :older_than_ms,
 -- :newer_than_ms, :retriable, :expired, :limit, and :default_config, :action,
--- :actor, :why, :recorded, :audit_when_empty.
+-- :actor, :why, :recorded, :audit_when_empty, :now.
 -- Move the selected dead-lettered jobs of queue :queue of :namespace back to the
 -- live table as pending (due now; attempts and stall count reset, fence kept so
 -- the next claim increments it, attempt log kept, unique key cleared, a fresh TTL
@@ -84,7 +111,7 @@ SELECT queue FROM pgqueue_dlq WHERE namespace = $1 AND job_id = $2
 -- 'skipped'; its neighbours move): the live job is picked last under the
 -- limit, and a live job committed meanwhile makes its insert do nothing.
 -- Selection as in dlq_selection (:job_ids, :reason, :older_than_ms, :newer_than_ms,
--- :retriable, :expired), oldest first, at most :limit (NULL: all).
+-- :retriable, :expired, :now), oldest first, at most :limit (NULL: all).
 -- :default_config the default DLQ config, :action ('redrive' | 'auto_retry': an
 -- auto-retry extends the job's retry chain, a redrive starts a new one), :actor,
 -- :why, :recorded the filter as recorded (jsonb), :audit_when_empty audit even when
@@ -150,15 +177,13 @@ WITH picked AS (
     DELETE FROM pgqueue_finished f
     USING moved m
     WHERE f.namespace = :namespace AND f.id = m.id AND f.state = 'failed'
-), audit AS (
-    INSERT INTO pgqueue_dlq_audit (namespace, actor, action, queue, job_ids, filter, reason,
-                                   count)
-    SELECT :namespace, :actor, :action, :queue, coalesce(array_agg(m.id ORDER BY m.id), '{}'), :recorded::jsonb, :why,
-           count(*)
-    FROM moved m
-    HAVING count(*) > 0 OR :audit_when_empty::boolean
-    RETURNING id, at, actor, action, queue, job_ids, filter, reason, count
-), events AS (
+), skipped_json AS (
+    SELECT jsonb_build_object('skipped', (SELECT coalesce(jsonb_agg(s.job_id ORDER BY s.job_id),
+                                                          '[]'::jsonb)
+                                          FROM skipped s)) AS payload
+),
+-- include: dlq_audit_insert(rows=moved m, id=m.id)
+, events AS (
     INSERT INTO pgqueue_events (namespace, queue, job_id, type, payload)
     SELECT :namespace, m.queue, m.id, 'redriven',
            jsonb_build_object('prev', 'failed', 'state', m.state, 'action', :action::text,
@@ -166,15 +191,7 @@ WITH picked AS (
     FROM moved m
     LEFT JOIN audit a ON true
     UNION ALL
-    SELECT :namespace, a.queue, NULL, 'dlq_audit',
-           jsonb_build_object('id', a.id, 'action', a.action, 'actor', a.actor,
-                              'count', a.count, 'reason', a.reason, 'filter', a.filter,
-                              'jobIds', to_jsonb(a.job_ids[1:100]),
-                              'jobIdsTruncated', cardinality(a.job_ids) > 100,
-                              'skipped', (SELECT coalesce(jsonb_agg(s.job_id ORDER BY s.job_id
-                                                                    ), '[]'::jsonb)
-                                          FROM skipped s))
-    FROM audit a
+    -- include: dlq_audit_event(extra=(SELECT x.payload FROM skipped_json x))
     RETURNING id, queue
 ), notified AS (
     -- include: notify_hint(namespace=:namespace)
@@ -188,7 +205,7 @@ LEFT JOIN audit a ON true
 -- name: dlq_delete
 -- Parameters: :namespace, :queue, the selection :job_ids, :reason, :older_than_ms,
 -- :newer_than_ms, :retriable, :expired, :limit, and :default_config, :action,
--- :actor, :why, :recorded, :audit_when_empty.
+-- :actor, :why, :recorded, :audit_when_empty, :now.
 -- Delete the selected dead-letter entries of queue :queue of :namespace and their
 -- failed rows (purge, remove one, expiry), with one 'removed' event per job, ONE
 -- audit row and one 'dlq_audit' event, and one NOTIFY hint, all in this statement.
@@ -199,7 +216,7 @@ LEFT JOIN audit a ON true
 -- statement's snapshot sees them all).  The caller then drops, in the same
 -- transaction, the edges dead dependents kept towards the deleted jobs
 -- (dependency_edges_drop_dangling).  Selection as in dlq_selection (:job_ids,
--- :reason, :older_than_ms, :newer_than_ms, :retriable, :expired), oldest first, at
+-- :reason, :older_than_ms, :newer_than_ms, :retriable, :expired, :now), oldest first, at
 -- most :limit (NULL: all).  :default_config the default DLQ config, :action
 -- ('purge' | 'remove' | 'expire'), :actor, :why, :recorded the filter as recorded
 -- (jsonb), :audit_when_empty audit even when nothing was deleted.  Returns the
@@ -226,15 +243,9 @@ WITH picked AS (
     USING entries e
     WHERE f.namespace = :namespace AND f.id = e.job_id AND f.state = 'failed'
     RETURNING f.id
-), audit AS (
-    INSERT INTO pgqueue_dlq_audit (namespace, actor, action, queue, job_ids, filter, reason,
-                                   count)
-    SELECT :namespace, :actor, :action, :queue, coalesce(array_agg(e.job_id ORDER BY e.job_id), '{}'),
-           :recorded::jsonb, :why, count(*)
-    FROM entries e
-    HAVING count(*) > 0 OR :audit_when_empty::boolean
-    RETURNING id, at, actor, action, queue, job_ids, filter, reason, count
-), events AS (
+),
+-- include: dlq_audit_insert(rows=entries e, id=e.job_id)
+, events AS (
     INSERT INTO pgqueue_events (namespace, queue, job_id, type, payload)
     SELECT :namespace, e.queue, e.job_id, 'removed',
            jsonb_build_object('prev', 'failed', 'action', :action::text, 'actor', :actor::text,
@@ -242,12 +253,7 @@ WITH picked AS (
     FROM entries e
     LEFT JOIN audit a ON true
     UNION ALL
-    SELECT :namespace, a.queue, NULL, 'dlq_audit',
-           jsonb_build_object('id', a.id, 'action', a.action, 'actor', a.actor,
-                              'count', a.count, 'reason', a.reason, 'filter', a.filter,
-                              'jobIds', to_jsonb(a.job_ids[1:100]),
-                              'jobIdsTruncated', cardinality(a.job_ids) > 100)
-    FROM audit a
+    -- include: dlq_audit_event(extra='{}'::jsonb)
     RETURNING id, queue
 ), notified AS (
     -- include: notify_hint(namespace=:namespace)
@@ -281,14 +287,16 @@ LIMIT $3
 -- For the leader's DLQ upkeep: every queue with dead-letter entries, its DLQ
 -- config (defaults merged), how many entries it has, how many are expired and
 -- how many are due for an auto-retry.  $1 namespace, $2 the default DLQ
--- config (jsonb, wire names).
+-- config (jsonb, wire names), $3 the clock expiry and due-ness are judged at
+-- (NULL: the database clock; a test passes a later instant to move time).
 SELECT d.queue, min(c.config::text) AS config, count(*)::bigint AS total,
        count(*) FILTER (WHERE pgqueue_dlq_expires_at(d.entered_at, c.config)
-                              <= statement_timestamp())::bigint AS expired,
+                              <= clock.now)::bigint AS expired,
        count(*) FILTER (WHERE pgqueue_dlq_next_retry_at(d.entered_at, d.retry_count,
                                                         d.last_retry_at, c.config)
-                              <= statement_timestamp())::bigint AS due
+                              <= clock.now)::bigint AS due
 FROM pgqueue_dlq d
+CROSS JOIN (SELECT coalesce($3::timestamptz, statement_timestamp()) AS now) clock
 LEFT JOIN pgqueue_queues q ON q.namespace = d.namespace AND q.queue = d.queue
 CROSS JOIN LATERAL (SELECT $2::jsonb || coalesce(q.dlq_config, '{}'::jsonb) AS config) c
 WHERE d.namespace = $1

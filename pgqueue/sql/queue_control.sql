@@ -111,6 +111,18 @@ SELECT (SELECT count(*) FROM pgqueue_jobs j
         WHERE j.namespace = $1 AND j.queue = $2 AND j.state = 'active')::bigint AS active,
        (SELECT count(*) FROM paused)::int AS registered
 
+-- fragment: obliterated_jobs_rest
+-- The end of an obliterate page: the own dependency edges and the logs of the
+-- jobs in `deleted` go too; returns their id, state, parent_id, opts.  $1
+-- namespace.
+own_edges AS (
+    DELETE FROM pgqueue_dependencies d USING deleted x
+    WHERE d.namespace = $1 AND d.job_id = x.id
+), logs AS (
+    DELETE FROM pgqueue_job_logs l USING deleted x WHERE l.namespace = $1 AND l.job_id = x.id
+)
+SELECT x.id, x.state, x.parent_id, x.opts FROM deleted x
+
 -- name: job_obliterate_live_page
 -- Delete up to $4 live jobs of queue $2 (active ones only when $3) with
 -- their own dependency edges and logs.  The edges pointing to them stay for
@@ -127,13 +139,8 @@ WITH picked AS (
     DELETE FROM pgqueue_jobs j USING picked p
     WHERE j.namespace = $1 AND j.id = p.id
     RETURNING j.id, j.state, j.parent_id, j.opts
-), own_edges AS (
-    DELETE FROM pgqueue_dependencies d USING deleted x
-    WHERE d.namespace = $1 AND d.job_id = x.id
-), logs AS (
-    DELETE FROM pgqueue_job_logs l USING deleted x WHERE l.namespace = $1 AND l.job_id = x.id
-)
-SELECT x.id, x.state, x.parent_id, x.opts FROM deleted x
+),
+-- include: obliterated_jobs_rest
 
 -- name: job_obliterate_finished_page
 -- Delete up to $3 finished jobs of queue $2 with their DLQ entries, their
@@ -151,13 +158,8 @@ WITH picked AS (
     RETURNING f.id, f.state, f.parent_id, f.opts
 ), dlq AS (
     DELETE FROM pgqueue_dlq d USING deleted x WHERE d.namespace = $1 AND d.job_id = x.id
-), own_edges AS (
-    DELETE FROM pgqueue_dependencies d USING deleted x
-    WHERE d.namespace = $1 AND d.job_id = x.id
-), logs AS (
-    DELETE FROM pgqueue_job_logs l USING deleted x WHERE l.namespace = $1 AND l.job_id = x.id
-)
-SELECT x.id, x.state, x.parent_id, x.opts FROM deleted x
+),
+-- include: obliterated_jobs_rest
 
 -- name: queue_obliterate_finish
 -- End an obliterate: drop the queue's remaining DLQ entries and its registry

@@ -51,6 +51,22 @@ SELECT count(*)::int AS pruned,
        coalesce(array_agg(g.id) FILTER (WHERE g.state = 'failed'), '{}') AS failed_ids
 FROM gone g
 
+-- fragment: event_prune_bound
+-- The CTE `bound`: the xid below which events may go: this snapshot's xmin,
+-- {horizon} when given (the previous pass's horizon), and the webhook
+-- fan-out's position while an enabled webhook has not read past it.  $1
+-- namespace.
+bound AS (
+    SELECT least(
+        pg_snapshot_xmin(pg_current_snapshot())::text::bigint,
+        coalesce({horizon}::bigint, 9223372036854775807),
+        coalesce((SELECT c.xid FROM pgqueue_webhook_cursor c
+                  WHERE c.namespace = $1
+                    AND EXISTS (SELECT 1 FROM pgqueue_webhooks w
+                                WHERE w.namespace = $1 AND w.enabled)),
+                 9223372036854775807)) AS xid
+)
+
 -- name: event_prune_old_returning
 -- Delete outbox events older than $2 ms, each queue's as a prefix in (xid, id)
 -- order (those before the queue's first newer event), looking only at the
@@ -59,21 +75,15 @@ FROM gone g
 -- below the commit-safe horizon (this snapshot's xmin, and $4 when given: the
 -- horizon of the previous pass, which every reader has passed since), and
 -- never one that enabled webhooks have not fanned out yet.  Raises each
--- queue's prune mark in the same statement.  $1 namespace.  Returns the
--- window's size and how many of it went: the caller goes on while whole
--- windows go.
-WITH bound AS (
-    SELECT least(
-        pg_snapshot_xmin(pg_current_snapshot())::text::bigint,
-        coalesce($4::bigint, 9223372036854775807),
-        coalesce((SELECT c.xid FROM pgqueue_webhook_cursor c
-                  WHERE c.namespace = $1
-                    AND EXISTS (SELECT 1 FROM pgqueue_webhooks w
-                                WHERE w.namespace = $1 AND w.enabled)),
-                 9223372036854775807)) AS xid
-), window_ AS MATERIALIZED (
+-- queue's prune mark in the same statement.  $1 namespace, $5 the clock the
+-- ages are measured against (NULL: the database clock).  Returns the window's
+-- size and how many of it went: the caller goes on while whole windows go.
+WITH
+-- include: event_prune_bound(horizon=$4)
+, window_ AS MATERIALIZED (
     SELECT e.id, e.xid, e.queue,
-           e.created_at >= statement_timestamp() - $2::bigint * interval '1 millisecond' AS recent
+           e.created_at >= coalesce($5::timestamptz, statement_timestamp())
+                           - $2::bigint * interval '1 millisecond' AS recent
     FROM pgqueue_events e CROSS JOIN bound b
     WHERE e.namespace = $1 AND e.xid < b.xid
     ORDER BY e.xid, e.id
@@ -102,16 +112,9 @@ SELECT (SELECT count(*) FROM window_)::int AS scanned, (SELECT count(*) FROM gon
 -- prefix in (xid, id) order, under the same bounds as
 -- event_prune_old_returning ($5: the previous pass's horizon, or NULL).
 -- Raises the queue's prune mark in the same statement.  $1 namespace.
-WITH bound AS (
-    SELECT least(
-        pg_snapshot_xmin(pg_current_snapshot())::text::bigint,
-        coalesce($5::bigint, 9223372036854775807),
-        coalesce((SELECT c.xid FROM pgqueue_webhook_cursor c
-                  WHERE c.namespace = $1
-                    AND EXISTS (SELECT 1 FROM pgqueue_webhooks w
-                                WHERE w.namespace = $1 AND w.enabled)),
-                 9223372036854775807)) AS xid
-), kept AS MATERIALIZED (  -- the oldest event kept; none when the queue has at most $3;
+WITH
+-- include: event_prune_bound(horizon=$5)
+, kept AS MATERIALIZED (  -- the oldest event kept; none when the queue has at most $3;
     -- MATERIALIZED: looked up once, never once per candidate row
     SELECT e.xid, e.id FROM pgqueue_events e
     WHERE e.namespace = $1 AND e.queue = $2 AND $3::int > 0
@@ -145,8 +148,10 @@ SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint AS xid
 SELECT DISTINCT queue FROM pgqueue_queues WHERE namespace = $1
 
 -- name: worker_prune_stale
--- Forget workers not seen for $2 ms.  $1 namespace.
+-- Forget workers not seen for $2 ms.  $1 namespace, $3 the clock it is
+-- measured against (NULL: the database clock).
 DELETE FROM pgqueue_workers
 WHERE namespace = $1
-  AND last_seen < statement_timestamp() - $2::bigint * interval '1 millisecond'
+  AND last_seen < coalesce($3::timestamptz, statement_timestamp())
+                  - $2::bigint * interval '1 millisecond'
 RETURNING worker_id

@@ -151,14 +151,15 @@ LIMIT $4
 -- next attempt is due, and delivering ones whose lease ended (the broker
 -- delivering them stopped), with attempts left.  Each attempt gets a fresh
 -- lease token and a lease of $3 ms on the database clock (kept in
--- next_attempt_at).  $1 namespace.
+-- next_attempt_at).  $1 namespace, $4 the clock due-ness is judged at (NULL:
+-- the database clock; a test passes a later instant to move time).
 WITH due AS (
     SELECT d.id
     FROM pgqueue_webhook_deliveries d
     JOIN pgqueue_webhooks w ON w.namespace = d.namespace AND w.id = d.webhook_id
     WHERE d.namespace = $1
       AND d.status IN ('pending', 'delivering')
-      AND d.next_attempt_at <= statement_timestamp()
+      AND d.next_attempt_at <= coalesce($4::timestamptz, statement_timestamp())
       AND d.attempts < d.max_attempts
       AND w.enabled
     ORDER BY d.next_attempt_at, d.id
@@ -218,7 +219,8 @@ SELECT r.id FROM recorded r
 -- name: webhook_delivery_fail_spent
 -- Deliveries whose last attempt's lease ended without a result (the broker
 -- delivering them stopped) and that have no attempt left: failed.
--- $1 namespace.  Returns how many.
+-- $1 namespace, $2 the clock the lease's end is judged at (NULL: the
+-- database clock).  Returns how many.
 WITH spent AS (
     UPDATE pgqueue_webhook_deliveries d
     SET status = 'failed',
@@ -226,7 +228,7 @@ WITH spent AS (
         last_error = 'the last attempt was interrupted (its broker stopped) and no attempt is left'
     WHERE d.namespace = $1
       AND d.status = 'delivering'
-      AND d.next_attempt_at <= statement_timestamp()
+      AND d.next_attempt_at <= coalesce($2::timestamptz, statement_timestamp())
       AND d.attempts >= d.max_attempts
     RETURNING d.webhook_id
 ), counted AS (
@@ -239,13 +241,15 @@ SELECT count(*)::int FROM spent
 
 -- name: webhook_delivery_prune
 -- Delete up to $3 finished (delivered or failed) deliveries queued more than
--- $2 ms ago.  $1 namespace.  Returns how many.
+-- $2 ms ago.  $1 namespace, $4 the clock ages are measured against (NULL:
+-- the database clock).  Returns how many.
 WITH old AS (
     SELECT d.id
     FROM pgqueue_webhook_deliveries d
     WHERE d.namespace = $1
       AND d.status IN ('delivered', 'failed')
-      AND d.created_at < statement_timestamp() - $2::bigint * interval '1 millisecond'
+      AND d.created_at < coalesce($4::timestamptz, statement_timestamp())
+                         - $2::bigint * interval '1 millisecond'
     ORDER BY d.created_at
     LIMIT $3
 ), deleted AS (

@@ -13,8 +13,8 @@ from pgqueue.errors import DuplicateJob
 from pgqueue.maintenance.dlq_upkeep import dlq_upkeep_once
 from pgqueue.runtime import PostgresQueueManager
 from pgqueue.testing import eventually
-from tests.helpers import events_of, sql, sql_value
-from tests.integration.test_dlq import ACTOR, age_entries, dead_letter
+from tests.helpers import clock_ahead, events_of, sql, sql_value
+from tests.integration.test_dlq import ACTOR, dead_letter
 
 HOUR_MS = 3_600_000
 
@@ -179,9 +179,9 @@ async def test_dlq_auto_retry_skips_an_entry_whose_id_a_live_job_holds(
 ) -> None:
     await manager.set_dlq_config("q", {"autoRetry": True, "autoRetryInterval": 60_000})
     ids = await dead_letter(manager, "q", 3)
-    await age_entries(db_dsn, namespace, ids, 61_000)
     await _live_copy(db_dsn, namespace, ids[0], "q")
-    assert (await dlq_upkeep_once(manager.ctx, batch=2)).auto_retried == 2
+    upkeep = await dlq_upkeep_once(manager.ctx, batch=2, now=clock_ahead(61_000))
+    assert upkeep.auto_retried == 2
     assert [e.job.id for e in await manager.list_dlq("q")] == [ids[0]]
 
 

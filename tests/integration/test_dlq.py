@@ -604,6 +604,7 @@ async def test_listing_reads_the_dlq_indexes_in_entry_order(db_dsn: str, namespa
             50,
             DEFAULT_DLQ_CONFIG_JSON,
             0,
+            None,
         )
         return "\n".join(row[0] for row in rows)
 

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 import pytest
 
 from pgqueue.maintenance.dlq_upkeep import UPKEEP_ACTOR, DlqUpkeep, dlq_upkeep_once
 from pgqueue.runtime import PostgresQueueManager
 from pgqueue.testing import eventually
 from tests.conftest import start_manager
-from tests.helpers import count_rows, events_of, sql, sql_value
+from tests.helpers import DAY_MS, clock_ahead, count_rows, events_of, sql, sql_value
 from tests.integration.test_dlq import (
     age_entries,
     dead_letter,
@@ -17,6 +19,11 @@ from tests.integration.test_dlq import (
 )
 
 MINUTE = 60_000
+
+
+def at_ms(ms: float) -> datetime:
+    """The instant ``ms`` (ms since the epoch): the ``now`` an upkeep pass is given."""
+    return datetime.fromtimestamp(ms / 1000, UTC)
 
 
 async def _fail_again(m: PostgresQueueManager, queue: str, job_id: str) -> None:
@@ -38,11 +45,11 @@ async def test_upkeep_auto_retries_on_an_exponential_interval_until_max_auto_ret
 
     # Retry n+1 is due interval * 2^(n-1) after retry n: 1, 1, 2 minutes.
     for retry, wait in ((1, MINUTE), (2, MINUTE), (3, 2 * MINUTE)):
-        await age_entries(db_dsn, namespace, [job_id], wait - 1000)
-        assert (await dlq_upkeep_once(manager.ctx)).auto_retried == 0, f"retry {retry} early"
-        await age_entries(db_dsn, namespace, [job_id], 1000)
-        assert await manager.list_dlq("q", retriable=True) != []
-        assert (await dlq_upkeep_once(manager.ctx)).auto_retried == 1, f"retry {retry}"
+        since = entry.last_retry_at or entry.entered_at
+        early = await dlq_upkeep_once(manager.ctx, now=at_ms(since + wait - 1000))
+        assert early.auto_retried == 0, f"retry {retry} early"
+        due = await dlq_upkeep_once(manager.ctx, now=at_ms(since + wait))
+        assert due.auto_retried == 1, f"retry {retry}"
         assert await manager.get_state(job_id) == "waiting"
         await _fail_again(manager, "q", job_id)
         [entry] = await manager.list_dlq("q")
@@ -51,8 +58,7 @@ async def test_upkeep_auto_retries_on_an_exponential_interval_until_max_auto_ret
 
     assert entry.next_retry_at is None, "maxAutoRetries spent"
     assert (await manager.dlq_stats("q")).pending_retry == 0
-    await age_entries(db_dsn, namespace, [job_id], 100 * MINUTE)
-    assert (await dlq_upkeep_once(manager.ctx)).auto_retried == 0
+    assert (await dlq_upkeep_once(manager.ctx, now=clock_ahead(100 * MINUTE))).auto_retried == 0
     assert len(entry.attempts) == 4, "every attempt of the chain is in the history"
     records = await manager.dlq_audit("q")
     assert [(r.action, r.actor, r.job_ids) for r in records] == [
@@ -68,9 +74,8 @@ async def test_upkeep_auto_retries_on_an_exponential_interval_until_max_auto_ret
 async def test_upkeep_leaves_entries_alone_while_auto_retry_is_off(
     manager: PostgresQueueManager, db_dsn: str, namespace: str
 ) -> None:
-    ids = await dead_letter(manager, "q", 2)
-    await age_entries(db_dsn, namespace, ids, 24 * 60 * MINUTE)
-    assert (await dlq_upkeep_once(manager.ctx)).total == 0
+    await dead_letter(manager, "q", 2)
+    assert (await dlq_upkeep_once(manager.ctx, now=clock_ahead(DAY_MS))).total == 0
     assert len(await manager.list_dlq("q")) == 2
     assert await manager.dlq_audit() == []
 
@@ -80,7 +85,9 @@ async def test_an_auto_retried_job_that_succeeds_leaves_the_dlq_for_good(
 ) -> None:
     await manager.set_dlq_config("q", {"autoRetry": True, "autoRetryInterval": MINUTE})
     [job_id] = await dead_letter(manager, "q", 1)
+    # The reads judge due-ness on the database clock: the entry entered a minute ago.
     await age_entries(db_dsn, namespace, [job_id], MINUTE)
+    assert [e.job.id for e in await manager.list_dlq("q", retriable=True)] == [job_id]
     assert (await dlq_upkeep_once(manager.ctx)).auto_retried == 1
     assert (await events_of(db_dsn, namespace, job_id))[-1] == "redriven"
     [claim] = await manager.pull_batch("q", 1)
@@ -111,8 +118,8 @@ async def test_upkeep_drops_entries_older_than_max_age_and_audits_it(
     )
     assert (await events_of(db_dsn, namespace, old))[-1] == "removed"
     await manager.set_dlq_config("q", {"maxAge": None})
-    await age_entries(db_dsn, namespace, [young], 1000 * 24 * 60 * MINUTE)
-    assert (await dlq_upkeep_once(manager.ctx)).expired == 0, "maxAge null: never expires"
+    later = clock_ahead(1000 * DAY_MS)
+    assert (await dlq_upkeep_once(manager.ctx, now=later)).expired == 0, "maxAge null: never"
     [entry] = await manager.list_dlq("q")
     assert entry.expires_at is None
 
@@ -158,22 +165,20 @@ async def test_max_age_expiry_keeps_a_dead_lettered_child_that_a_live_parent_wai
     await manager.set_dlq_config("kids", {"maxAge": 10 * MINUTE})
     parent_id, child_id = await dead_lettered_child(manager)
     [other] = await dead_letter(manager, "kids", 1)
-    await age_entries(db_dsn, namespace, [child_id, other], 11 * MINUTE)
-    report = await dlq_upkeep_once(manager.ctx)
+    report = await dlq_upkeep_once(manager.ctx, now=clock_ahead(11 * MINUTE))
     assert report.expired == 1
     assert [e.job.id for e in await manager.list_dlq("kids")] == [child_id]
     assert await manager.get_job(other) is None
-    assert (await dlq_upkeep_once(manager.ctx)).total == 0
+    assert (await dlq_upkeep_once(manager.ctx, now=clock_ahead(11 * MINUTE))).total == 0
     assert await manager.get_state(parent_id) == "waiting-children"
     await redrive_and_complete(manager, child_id)
     assert await manager.get_state(parent_id) == "waiting"
     # Once nobody waits for it, an expired entry goes like any other.
     [claim] = await manager.pull_batch("parents", 1)
     await manager.ack(claim.id, claim.token, "done")
-    parent2, child2 = await dead_lettered_child(manager)
+    parent2, _ = await dead_lettered_child(manager)
     await manager.remove(parent2)
-    await age_entries(db_dsn, namespace, [child2], 11 * MINUTE)
-    assert (await dlq_upkeep_once(manager.ctx)).expired == 1
+    assert (await dlq_upkeep_once(manager.ctx, now=clock_ahead(11 * MINUTE))).expired == 1
     assert await manager.list_dlq("kids") == []
 
 

@@ -4,7 +4,15 @@ from __future__ import annotations
 
 from pgqueue.runtime import PostgresQueueManager
 from tests.conftest import start_manager
-from tests.helpers import DAY_MS, HOUR_MS, clock_ahead, count_rows, sql, trim_until
+from tests.helpers import (
+    DAY_MS,
+    HOUR_MS,
+    clock_ahead,
+    clock_between,
+    count_rows,
+    sql,
+    trim_until,
+)
 
 
 async def test_old_completed_jobs_and_their_logs_are_pruned_but_live_jobs_stay(
@@ -163,15 +171,18 @@ async def test_old_events_are_pruned_and_each_queue_keeps_at_most_its_cap(
     async with start_manager(
         db_dsn, namespace, broker_id="r", retention_events_per_queue=10
     ) as manager:
-        await manager.push_bulk("keep", [{"name": "n", "data": i} for i in range(25)])
         await manager.push("old", "n", 1)
-        await sql(
+        await manager.push_bulk("keep", [{"name": "n", "data": i} for i in range(25)])
+        rows = await sql(
             db_dsn,
-            "UPDATE pgqueue_events SET created_at = created_at - interval '30 days'"
-            " WHERE namespace = $1 AND queue = 'old'",
+            "SELECT queue, min(created_at) AS at FROM pgqueue_events"
+            " WHERE namespace = $1 GROUP BY queue",
             namespace,
         )
-        await manager.retention_pass()
+        at = {row["queue"]: row["at"] for row in rows}
+        # The clock at which the events of 'old' are past the retention, those of 'keep' not.
+        now = clock_between(at["old"], at["keep"], manager.ctx.config.retention_events_ms)
+        await manager.retention_pass(now=now)
         rows = await sql(
             db_dsn,
             "SELECT queue, count(*) AS n FROM pgqueue_events WHERE namespace = $1 GROUP BY queue",
@@ -186,13 +197,13 @@ async def test_workers_not_seen_for_long_are_forgotten(
 ) -> None:
     await manager.register_worker("w-old", "w", ["q"])
     await manager.register_worker("w-new", "w", ["q"])
-    await sql(
-        db_dsn,
-        "UPDATE pgqueue_workers SET last_seen = last_seen - interval '1 hour'"
-        " WHERE namespace = $1 AND worker_id = 'w-old'",
-        namespace,
+    rows = await sql(
+        db_dsn, "SELECT worker_id, last_seen FROM pgqueue_workers WHERE namespace = $1", namespace
     )
-    report = await manager.retention_pass()
+    seen = {row["worker_id"]: row["last_seen"] for row in rows}
+    # The clock at which w-old has not been seen for too long, w-new has.
+    now = clock_between(seen["w-old"], seen["w-new"], manager.ctx.config.worker_stale_ms)
+    report = await manager.retention_pass(now=now)
     assert report.workers == 1
     workers, _ = await manager.list_workers()
     assert [w["workerId"] if "workerId" in w else w["worker_id"] for w in workers] == ["w-new"]

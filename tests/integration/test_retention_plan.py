@@ -75,7 +75,7 @@ async def test_pruning_old_events_reads_them_once_per_batch_not_once_per_row(
     conn = await asyncpg.connect(db_dsn)
     try:
         await seed(conn, namespace)
-        plan = await explain(conn, Q.event_prune_old_returning, namespace, 60_000, 500, None)
+        plan = await explain(conn, Q.event_prune_old_returning, namespace, 60_000, 500, None, None)
         assert plan["Actual Rows"] == 1  # the window's figures: 500 scanned, 500 pruned
         for scan in scans_of_events(plan):
             if scan.get("Index Name") == "pgqueue_events_pkey":
@@ -103,7 +103,7 @@ async def test_pruning_old_events_does_not_read_the_recent_ones(
             recent,
         )
         await conn.execute("ANALYZE pgqueue_events")
-        plan = await explain(conn, Q.event_prune_old_returning, namespace, 60_000, 500, None)
+        plan = await explain(conn, Q.event_prune_old_returning, namespace, 60_000, 500, None, None)
         read = sum(
             scan["Actual Rows"] * scan["Actual Loops"]
             for scan in scans_of_events(plan)

@@ -7,6 +7,7 @@ import hashlib
 import hmac
 import ipaddress
 from collections.abc import Awaitable
+from datetime import UTC, datetime
 
 import asyncpg
 import pytest
@@ -22,7 +23,7 @@ from pgqueue.maintenance.webhook_delivery import (
 from pgqueue.maintenance.webhook_sender import AttemptResult, WebhookSender
 from pgqueue.ssrf import AddressGuard, IPAddress, Resolver
 from pgqueue.testing import eventually
-from tests.helpers import sql
+from tests.helpers import HOUR_MS, clock_ahead, clock_between, sql
 from tests.integration.webhooks_support import (
     FAST,
     Received,
@@ -35,21 +36,21 @@ from tests.integration.webhooks_support import (
 
 
 async def deliver(
-    m: WebhookManager, client: WebhookSender, settings: DeliverySettings = FAST
+    m: WebhookManager,
+    client: WebhookSender,
+    settings: DeliverySettings = FAST,
+    now: datetime | None = None,
 ) -> None:
-    """One fan-out and one delivery pass, as the leader's service does."""
+    """One fan-out and one delivery pass, as the leader's service does (judging
+    due-ness at ``now``: None is the database clock)."""
     await fan_out_once(m.ctx, settings)
-    await deliver_once(m.ctx, client, settings)
+    await deliver_once(m.ctx, client, settings, now)
 
 
-async def make_due(dsn: str, namespace: str) -> None:
-    """Bring every waiting retry forward to now on the database clock."""
-    await sql(
-        dsn,
-        "UPDATE pgqueue_webhook_deliveries SET next_attempt_at = clock_timestamp()"
-        " WHERE namespace = $1 AND status IN ('pending', 'delivering')",
-        namespace,
-    )
+def later() -> datetime:
+    """A clock past every waiting retry and lease of these tests (and well
+    within the log's retention)."""
+    return clock_ahead(HOUR_MS)
 
 
 async def test_each_event_is_posted_once_with_a_signature_the_receiver_can_verify(
@@ -181,8 +182,8 @@ async def test_failed_attempts_are_retried_with_backoff_under_one_delivery_id(
             assert delay_ms <= wait < delay_ms + 5_000, "base * 2^(attempt-1) on the DB clock"
             await deliver(m, client)
             assert len(r.requests) == attempt, "not due yet: no new attempt"
-            await make_due(db_dsn, namespace)
-            await deliver(m, client)
+            # The clock at the retry (the one after it is not due yet then).
+            await deliver(m, client, now=datetime.fromtimestamp(entry.next_attempt_at / 1000, UTC))
         assert len(r.requests) == 3
         assert len({q.delivery_id for q in r.requests}) == 1
         assert len({q.body for q in r.requests}) == 1, "every attempt sends the same bytes"
@@ -203,8 +204,7 @@ async def test_a_delivery_fails_for_good_when_its_attempts_are_spent(
         hook = await m.add_webhook(r.url, ["job.pushed"])
         await m.push("q", "n", 1)
         for _ in range(5):
-            await deliver(m, client, settings)
-            await make_due(db_dsn, namespace)
+            await deliver(m, client, settings, now=later())
         assert len(r.requests) == 3
         [entry] = await m.list_deliveries(hook.id, status="failed")
         assert (entry.attempts, entry.last_status_code, entry.last_error) == (3, 500, "HTTP 500")
@@ -233,8 +233,7 @@ async def test_a_claim_whose_lease_ended_is_retried_with_the_same_id_and_its_lat
         await fan_out_once(m.ctx, FAST)
         [stale] = await claim_due(m.ctx, FAST, 10)  # then its broker "dies" mid-POST
         assert await claim_due(m.ctx, FAST, 10) == [], "claimed: not due while leased"
-        await make_due(db_dsn, namespace)  # the lease ends
-        [fresh] = await claim_due(m.ctx, FAST, 10)
+        [fresh] = await claim_due(m.ctx, FAST, 10, later())  # once the lease ended
         assert (fresh.id, fresh.attempt) == (stale.id, 2)
         assert fresh.lease_token != stale.lease_token
         late = [(stale, AttemptResult(False, 500, "HTTP 500"))]
@@ -253,9 +252,8 @@ async def test_an_interrupted_last_attempt_fails_the_delivery(db_dsn: str, names
         await m.push("q", "n", 1)
         await fan_out_once(m.ctx, settings)
         assert len(await claim_due(m.ctx, settings, 10)) == 1
-        await make_due(db_dsn, namespace)
-        assert await claim_due(m.ctx, settings, 10) == [], "no attempt left"
-        await upkeep_once(m.ctx, settings)
+        assert await claim_due(m.ctx, settings, 10, later()) == [], "no attempt left"
+        await upkeep_once(m.ctx, settings, later())
         [entry] = await m.list_deliveries(hook.id)
         assert entry.status == "failed" and "interrupted" in (entry.last_error or "")
         assert (await m.list_webhooks())[0][0].failure_count == 1
@@ -376,8 +374,7 @@ async def test_a_slow_receiver_times_out_and_is_retried(db_dsn: str, namespace: 
             await deliver(m, client)
             [entry] = await m.list_deliveries(hook.id)
             assert (entry.status, entry.last_error) == ("pending", "timed out after 300 ms")
-            await make_due(db_dsn, namespace)
-            await deliver(m, client)
+            await deliver(m, client, now=later())
         release.set()
         assert [q.delivery_id for q in r.requests] == [entry.id, entry.id]
         assert (await m.list_deliveries(hook.id))[0].status == "delivered"
@@ -394,17 +391,19 @@ async def test_finished_deliveries_are_pruned_after_the_retention(
     settings = DeliverySettings(timeout_ms=2_000, lease_ms=3_000, retention_ms=60_000)
     async with Receiver() as r, webhook_manager(db_dsn, namespace) as m, sender() as client:
         hook = await m.add_webhook(r.url, ["job.pushed"])
-        await m.push_bulk("q", [{"name": "n"}, {"name": "n"}])
-        await deliver(m, client, settings)
+        for _ in range(2):  # two fan-outs: two deliveries queued at different times
+            await m.push("q", "n", 1)
+            await deliver(m, client, settings)
         assert await upkeep_once(m.ctx, settings) == 0, "young: kept"
-        await sql(
+        rows = await sql(
             db_dsn,
-            "UPDATE pgqueue_webhook_deliveries SET created_at = created_at - interval '2 minutes'"
-            " WHERE namespace = $1 AND event_id = (SELECT min(event_id)"
-            " FROM pgqueue_webhook_deliveries WHERE namespace = $1)",
+            "SELECT created_at FROM pgqueue_webhook_deliveries WHERE namespace = $1"
+            " ORDER BY created_at",
             namespace,
         )
-        assert await upkeep_once(m.ctx, settings) == 1
+        first, second = (row["created_at"] for row in rows)
+        # The clock at which the first is past the retention, the second not.
+        assert await upkeep_once(m.ctx, settings, clock_between(first, second, 60_000)) == 1
         assert len(await m.list_deliveries(hook.id)) == 1
 
 

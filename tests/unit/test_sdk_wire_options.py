@@ -13,6 +13,7 @@ from pgqueue.manager.flows import flatten
 from pgqueue.manager.options import JOB_OPTIONS, build_job_spec
 from pgqueue.protocol import Fields, pack, unpack
 from pgqueue.server.wire import WIRE_LABELS, job_input_from_wire
+from pgqueue.vocabulary.job_options import JobOption, sdk_options
 
 LIMIT = 1024 * 1024
 
@@ -41,6 +42,27 @@ CASES: list[dict[str, Any]] = [
         "continue_parent_on_failure": True,
     },
 ]
+
+
+def _sample(option: JobOption) -> Any:
+    """A value of a plain option inside its declared bounds (not its default)."""
+    if option.kind == "boolean":
+        return True
+    if option.kind in ("ids", "texts"):
+        return ["a", "b"][: max(1, int(min(option.hi, 2)))]
+    value = option.lo + 1 if option.hi >= option.lo + 1 else option.lo
+    return int(value) if option.kind == "integer" else float(value)
+
+
+PLAIN_CASES: list[dict[str, Any]] = [
+    {option.name: _sample(option)}
+    for option in sdk_options()
+    if option.plain and option.python is not None
+]
+"""One case per plain option the SDK takes, from its declaration: a new one
+needs no hand-written case here."""
+
+CASES += PLAIN_CASES
 
 
 def through_the_wire(opts: dict[str, Any], key: str, data: Any = None) -> Any:

@@ -27,6 +27,7 @@ from pgqueue.manager.dlq.policy import (
     validate_stall_config_patch,
     validate_why,
 )
+from pgqueue.manager.dlq.redrive import Audit
 from pgqueue.vocabulary.names import validate_job_id, validate_queue_name
 
 __all__ = [
@@ -120,9 +121,8 @@ async def redrive(
         expired=expired,
         limit=limit,
     )
-    result = await redrive_flows.redrive_entries(
-        ctx, queue, selection, action="redrive", actor=actor, why=why
-    )
+    audit = Audit("redrive", actor, why)
+    result = await redrive_flows.redrive_entries(ctx, queue, selection, audit)
     return result.count
 
 
@@ -138,7 +138,7 @@ async def retry_job(ctx: EngineContext, job_id: str, *, actor: str, why: str | N
     if queue is None:
         return False
     result = await redrive_flows.redrive_entries(
-        ctx, queue, build_filter(job_ids=[job_id]), action="redrive", actor=actor, why=why
+        ctx, queue, build_filter(job_ids=[job_id]), Audit("redrive", actor, why)
     )
     if result.skipped:
         raise DuplicateJob(
@@ -156,7 +156,7 @@ async def purge_dlq(
     actor = validate_actor(actor)
     why = validate_why(why)
     result = await redrive_flows.delete_entries(
-        ctx, queue, build_filter(reason=reason), action="purge", actor=actor, why=why
+        ctx, queue, build_filter(reason=reason), Audit("purge", actor, why)
     )
     return result.count
 
@@ -180,7 +180,7 @@ async def remove_dlq_job(
             field="jobId",
         )
     result = await redrive_flows.delete_entries(
-        ctx, queue, build_filter(job_ids=[job_id]), action="remove", actor=actor, why=why
+        ctx, queue, build_filter(job_ids=[job_id]), Audit("remove", actor, why)
     )
     return result.count == 1
 

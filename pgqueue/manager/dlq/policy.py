@@ -19,11 +19,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any, TypedDict
 
 from pgqueue.errors import ValidationError
 from pgqueue.vocabulary.checks import DAY_MS, MAX_EPOCH_MS, check_integer, number_fault
 from pgqueue.vocabulary.names import validate_job_id
+from pgqueue.vocabulary.states import FAILURE_REASONS
 
 __all__ = [
     "DEFAULT_DLQ_CONFIG",
@@ -48,17 +50,8 @@ MAX_WHY_LENGTH = 4096
 MAX_FILTER_IDS = 100_000
 MAX_LIST_LIMIT = 10_000
 
-# Every reason a DLQ entry can carry (the CHECK of pgqueue_dlq), wire order first.
-DLQ_REASONS = (
-    "explicit_fail",
-    "max_attempts_exceeded",
-    "timeout",
-    "stalled",
-    "ttl_expired",
-    "worker_lost",
-    "unknown",
-    "dependency_failed",
-)
+DLQ_REASONS = FAILURE_REASONS
+"""Every reason a DLQ entry can carry (the CHECK of pgqueue_dlq), wire order first."""
 
 
 class DlqConfig(TypedDict):
@@ -209,6 +202,8 @@ class DlqFilter:
     at or before / at or after them.  ``retriable``: due for an auto-retry now
     under the queue's config (bunqueue's ``canAutoRetry``); ``expired``: past
     ``maxAge``.  ``limit``: at most this many, oldest entries first.
+    ``now``: the instant ``retriable`` and ``expired`` are judged at (``None``:
+    the database clock; the upkeep's test clock, never recorded).
     """
 
     job_ids: tuple[str, ...] | None = None
@@ -218,6 +213,7 @@ class DlqFilter:
     retriable: bool | None = None
     expired: bool | None = None
     limit: int | None = None
+    now: datetime | None = None
 
     def record(self) -> dict[str, Any]:
         """The filter as the audit trail stores it (wire names, set fields only)."""
@@ -233,7 +229,7 @@ class DlqFilter:
         return {key: value for key, value in fields.items() if value is not None}
 
     def args(self) -> tuple[Any, ...]:
-        """The selection parameters of the DLQ queries ($3..$9)."""
+        """The selection parameters of the DLQ queries (``SELECTION_PARAMS``)."""
         return (
             list(self.job_ids) if self.job_ids is not None else None,
             self.reason,
@@ -242,6 +238,7 @@ class DlqFilter:
             self.retriable,
             self.expired,
             self.limit,
+            self.now,
         )
 
 

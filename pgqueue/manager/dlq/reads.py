@@ -38,6 +38,7 @@ SELECTION_PARAMS = (
     "retriable",
     "expired",
     "limit",
+    "now",
 )
 """The names of the DLQ queries' selection parameters, in :meth:`DlqFilter.args` order."""
 
@@ -78,7 +79,7 @@ async def list_entries(
 async def stats(ctx: EngineContext, queue: str | None) -> DlqStats:
     """Counts of one queue's DLQ (or the namespace's, ``queue`` None)."""
     rows = await ctx.db.fetch(Q.dlq_stats, ctx.namespace, queue, DEFAULT_DLQ_CONFIG_JSON)
-    by_reason = dict.fromkeys(DLQ_REASONS, 0)
+    by_reason: dict[str, int] = dict.fromkeys(DLQ_REASONS, 0)
     by_queue: dict[str, int] = {queue: 0} if queue is not None else {}
     pending = expired = 0
     oldest: float | None = None

@@ -37,7 +37,14 @@ from pgqueue.manager.dlq.policy import DlqFilter
 from pgqueue.manager.dlq.reads import DEFAULT_DLQ_CONFIG_JSON, selection_params
 from pgqueue.manager.lost_dependencies import drop_dangling_edges
 
-__all__ = ["REDRIVE_ACTIONS", "REMOVE_ACTIONS", "delete_entries", "entry_queue", "redrive_entries"]
+__all__ = [
+    "REDRIVE_ACTIONS",
+    "REMOVE_ACTIONS",
+    "Audit",
+    "delete_entries",
+    "entry_queue",
+    "redrive_entries",
+]
 
 log = logging.getLogger("pgqueue.dlq")
 
@@ -45,14 +52,18 @@ REDRIVE_ACTIONS = ("redrive", "auto_retry")
 REMOVE_ACTIONS = ("purge", "remove", "expire")
 
 
-class _Audit(NamedTuple):
-    """Who acts and why, as the one audit row of an operation records it."""
+class Audit(NamedTuple):
+    """Who acts and why, as the one audit row of an operation records it:
+    ``action`` (one of :data:`REDRIVE_ACTIONS` or :data:`REMOVE_ACTIONS`),
+    ``actor``, ``why``; ``audit_when_empty``: a row also when nothing was
+    selected; ``recorded``: the selection as recorded (``None``: the filter's
+    own :meth:`~pgqueue.manager.dlq.policy.DlqFilter.record`)."""
 
     action: str
     actor: str
-    why: str | None
-    audit_when_empty: bool
-    recorded: dict[str, Any] | None
+    why: str | None = None
+    audit_when_empty: bool = True
+    recorded: dict[str, Any] | None = None
 
 
 async def _run(
@@ -61,7 +72,7 @@ async def _run(
     query: Query,
     queue: str,
     selection: DlqFilter,
-    audit: _Audit,
+    audit: Audit,
 ) -> RedriveResult:
     ctx.session.check()
     action = audit.action
@@ -92,38 +103,20 @@ async def _run(
 
 
 async def redrive_entries(
-    ctx: EngineContext,
-    queue: str,
-    selection: DlqFilter,
-    *,
-    action: str,
-    actor: str,
-    why: str | None = None,
-    audit_when_empty: bool = True,
-    recorded: dict[str, Any] | None = None,
+    ctx: EngineContext, queue: str, selection: DlqFilter, audit: Audit
 ) -> RedriveResult:
     """Move the selected entries' jobs back to waiting (see the module docstring)."""
-    if action not in REDRIVE_ACTIONS:
-        raise ValueError(f"not a redrive action: {action!r}")
-    audit = _Audit(action, actor, why, audit_when_empty, recorded)
+    if audit.action not in REDRIVE_ACTIONS:
+        raise ValueError(f"not a redrive action: {audit.action!r}")
     return await _run(ctx.db, ctx, Q.dlq_redrive, queue, selection, audit)
 
 
 async def delete_entries(
-    ctx: EngineContext,
-    queue: str,
-    selection: DlqFilter,
-    *,
-    action: str,
-    actor: str,
-    why: str | None = None,
-    audit_when_empty: bool = True,
-    recorded: dict[str, Any] | None = None,
+    ctx: EngineContext, queue: str, selection: DlqFilter, audit: Audit
 ) -> RedriveResult:
     """Delete the selected entries and their failed jobs."""
-    if action not in REMOVE_ACTIONS:
-        raise ValueError(f"not a delete action: {action!r}")
-    audit = _Audit(action, actor, why, audit_when_empty, recorded)
+    if audit.action not in REMOVE_ACTIONS:
+        raise ValueError(f"not a delete action: {audit.action!r}")
 
     async def delete_in(tx: Executor) -> RedriveResult:
         result = await _run(tx, ctx, Q.dlq_delete, queue, selection, audit)
