@@ -1,0 +1,36 @@
+"""Scenarios shared by the fault tests and their negative controls."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+from pgqueue.testing import eventually
+from tests.faults.harness import FaultRun
+
+WORK_MS = 2_500
+
+
+async def stale_worker(run: FaultRun, queue: str, jobs: int = 4) -> None:
+    """A worker paused (SIGSTOP) past its lease, resumed after another took its jobs.
+
+    w1 claims ``jobs`` jobs (lease 1 s) and is stopped; their leases expire, the
+    reaper requeues them and w2 claims them; w1 is resumed while w2 still works,
+    so its late acks reach the broker while the job is held by w2's claim.
+    """
+    run.start_broker("b1")
+    run.start_producer("p1", queue, work_ms=WORK_MS, pause=0, limit=jobs)
+    await run.producers_done()
+    run.start_worker("w1", queue, concurrency=jobs, lock_ms=1_000)
+    await eventually(lambda: len(run.executions("w1")) >= jobs, timeout=30, message="w1 runs")
+    run.stop("w1")
+    stopped = time.monotonic()
+    run.start_worker("w2", queue, concurrency=jobs, lock_ms=10_000)
+    await eventually(
+        lambda: len(run.executions("w2")) >= jobs, timeout=30, message="w2 took the jobs over"
+    )
+    # The fault's duration: w1 stays paused at least as long as its handlers'
+    # work, so when it resumes their sleeps are over and the acks go out at
+    # once, while w2 still works.
+    await asyncio.sleep(max(0.0, WORK_MS / 1000 + 0.1 - (time.monotonic() - stopped)))
+    run.resume("w1")
