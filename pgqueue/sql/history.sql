@@ -14,16 +14,21 @@ WHERE namespace = $1 AND queue = ANY($2::text[])
 
 -- name: history_dlq_entries
 -- The checker's read of the DLQ of a run's queues ($1 namespace, $2 queues):
--- each entry with its reason and the start times of its attempts (ms).
+-- each entry with its reason and its attempt log (number, reason, start and
+-- end in ms; a stall is an entry too), in order.
 SELECT d.job_id, d.queue, d.reason,
-       coalesce((SELECT array_agg((a ->> 'startedAt')::float8 ORDER BY ord)
-                 FROM jsonb_array_elements(d.attempts) WITH ORDINALITY AS x(a, ord)),
+       coalesce(array_agg((a ->> 'attempt')::int ORDER BY ord) FILTER (WHERE a IS NOT NULL),
+                '{}') AS attempt,
+       coalesce(array_agg(a ->> 'reason' ORDER BY ord) FILTER (WHERE a IS NOT NULL),
+                '{}') AS reasons,
+       coalesce(array_agg((a ->> 'startedAt')::float8 ORDER BY ord) FILTER (WHERE a IS NOT NULL),
                 '{}') AS started,
-       coalesce((SELECT array_agg((a ->> 'failedAt')::float8 ORDER BY ord)
-                 FROM jsonb_array_elements(d.attempts) WITH ORDINALITY AS x(a, ord)),
+       coalesce(array_agg((a ->> 'failedAt')::float8 ORDER BY ord) FILTER (WHERE a IS NOT NULL),
                 '{}') AS failed
 FROM pgqueue_dlq d
+LEFT JOIN LATERAL jsonb_array_elements(d.attempts) WITH ORDINALITY AS x(a, ord) ON true
 WHERE d.namespace = $1 AND d.queue = ANY($2::text[])
+GROUP BY d.job_id, d.queue, d.reason
 
 -- name: history_events
 -- The checker's read of the outbox of a run's queues ($1 namespace, $2

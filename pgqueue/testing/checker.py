@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import itertools
 import json
 import sys
 from collections import Counter, defaultdict
@@ -79,6 +80,8 @@ class JobRow:
 class DlqRow:
     job_id: str
     reason: str
+    attempts: tuple[int, ...] = ()  # the attempt log: number, reason, start, end
+    reasons: tuple[str, ...] = ()
     started_ms: tuple[float, ...] = ()
     failed_ms: tuple[float, ...] = ()
 
@@ -492,14 +495,25 @@ def _check_dlq(
         if backoff_ms is None or not poison:
             continue
         for entry in in_dlq:
-            for k in range(1, min(len(entry.started_ms), len(entry.failed_ms) + 1)):
-                gap = entry.started_ms[k] - entry.failed_ms[k - 1]
-                least = backoff_ms * 2 ** (k - 1)
-                if gap < least - BACKOFF_TOLERANCE_MS:
-                    report.backoff_early += 1
-                    report.note("backoff_early", f"{cid}: retry {k} after {gap:.0f} ms < {least}")
-                elif gap > least + 2_000:
-                    report.backoff_late += 1
+            _check_backoff(cid, entry, backoff_ms, report)
+
+
+def _check_backoff(cid: str, entry: DlqRow, backoff_ms: float, report: Report) -> None:
+    """After each explicit failure that was retried, the next attempt started no
+    sooner than ``backoff_ms * 2^(attempt-1)`` (database clock)."""
+    log = list(zip(entry.attempts, entry.reasons, entry.started_ms, entry.failed_ms, strict=False))
+    for (attempt, reason, _, failed), (_, _, started, _) in itertools.pairwise(log):
+        if reason != "retry":
+            continue  # a stall is requeued at once
+        gap = started - failed
+        least = backoff_ms * 2 ** (attempt - 1)
+        if gap < least - BACKOFF_TOLERANCE_MS:
+            report.backoff_early += 1
+            report.note(
+                "backoff_early", f"{cid}: attempt {attempt + 1} after {gap:.0f} ms < {least}"
+            )
+        elif gap > least + 2_000:
+            report.backoff_late += 1
 
 
 def _check_recovery(h: _History, events: Sequence[EventRow], report: Report) -> None:
@@ -544,7 +558,17 @@ async def read_snapshot(dsn: str, namespace: str, queues: Sequence[str]) -> Snap
     ]
     return Snapshot(
         jobs,
-        [DlqRow(r["job_id"], r["reason"], tuple(r["started"]), tuple(r["failed"])) for r in dlq],
+        [
+            DlqRow(
+                r["job_id"],
+                r["reason"],
+                tuple(r["attempt"]),
+                tuple(r["reasons"]),
+                tuple(r["started"]),
+                tuple(r["failed"]),
+            )
+            for r in dlq
+        ],
         [
             EventRow(r["id"], r["queue"], r["job_id"], r["type"], r["ts"], _payload(r["payload"]))
             for r in events

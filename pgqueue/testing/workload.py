@@ -75,7 +75,7 @@ class RecordingProducer:
         poison_every: int = 0,
         job_options: Mapping[str, Any] | None = None,
         poison_options: Mapping[str, Any] | None = None,
-        retries: int = 5,
+        retries: int = 8,
     ) -> None:
         self.queue = queue
         self.history = history

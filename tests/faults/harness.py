@@ -85,6 +85,7 @@ class FaultRun:
     broken: str | None = None
     broker_args: Sequence[str] = ()
     label: str = ""
+    client_options: str = ""  # appended to every client's URL, e.g. "timeout=5"
     brokers: dict[str, BrokerProcess] = field(default_factory=dict)
     workers: dict[str, WorkerProcess] = field(default_factory=dict)
     subscribers: list[RecordingSubscriber] = field(default_factory=list)
@@ -124,7 +125,8 @@ class FaultRun:
 
     def url(self, *names: str) -> str:
         chosen = names or tuple(self.brokers)
-        return "pgqueue://" + ",".join(self.brokers[n].address for n in chosen)
+        url = "pgqueue://" + ",".join(self.brokers[n].address for n in chosen)
+        return f"{url}?{self.client_options}" if self.client_options else url
 
     def start_worker(
         self,
