@@ -43,6 +43,8 @@ class FaultProxy:
         self.holding = asyncio.Event()
         self._let_through = asyncio.Event()
         self.port = 0
+        self.blackholed = False  # while set, bytes in both directions vanish
+        self.delay = 0.0  # seconds added before each chunk is forwarded
 
     @property
     def dsn(self) -> str:
@@ -73,6 +75,18 @@ class FaultProxy:
     def let_through(self) -> None:
         self._let_through.set()
 
+    def cut_all(self) -> None:
+        """Reset every connection through the proxy now (new ones are accepted)."""
+        for writer in list(self._writers):
+            writer.close()
+
+    def blackhole(self, on: bool) -> None:
+        """Swallow every byte while ``on`` (no error, no answer: silent loss); when
+        turned off, the connections that lost bytes are reset, as a timeout would."""
+        self.blackholed = on
+        if not on:
+            self.cut_all()
+
     async def close(self) -> None:
         if self._server is not None:
             self._server.close()
@@ -102,6 +116,10 @@ class FaultProxy:
                 if self._trigger is not None and self._trigger(data):
                     self._trigger = None
                     doomed.set()
+                if self.blackholed:
+                    continue
+                if self.delay:
+                    await asyncio.sleep(self.delay)
                 up_writer.write(data)
                 await up_writer.drain()
 
@@ -113,6 +131,10 @@ class FaultProxy:
                     self._hold = None
                     self.holding.set()
                     await self._let_through.wait()
+                if self.blackholed:
+                    continue
+                if self.delay:
+                    await asyncio.sleep(self.delay)
                 writer.write(data)
                 await writer.drain()
 

@@ -95,17 +95,23 @@ class FaultRun:
         self.history_dir = self.tmp / "history"
         self.history_dir.mkdir(parents=True, exist_ok=True)
         self.nemesis = HistoryWriter(self.history_dir, "nemesis")
-        self.factory = BrokerFactory(self.dsn, self.namespace, self.tmp)
         self.env = broken_env(self.tmp, self.broken) if self.broken else None
         self._producing = asyncio.Event()
         self._producers: list[tuple[RecordingProducer, asyncio.Task[None]]] = []
         self._histories: list[HistoryWriter] = [self.nemesis]
         self._own_args: dict[str, tuple[str, ...]] = {}
+        self._dsns: dict[str, str] = {}
 
     # -- parts -------------------------------------------------------------------
 
-    def start_broker(self, name: str, *args: str, tcp_port: int | None = None) -> BrokerProcess:
-        broker = self.factory.start(
+    def start_broker(
+        self, name: str, *args: str, tcp_port: int | None = None, dsn: str | None = None
+    ) -> BrokerProcess:
+        """Start a broker; ``dsn``: its own way to the database (a fault proxy)."""
+        dsn = dsn or self._dsns.get(name) or self.dsn
+        self._dsns[name] = dsn
+        factory = BrokerFactory(dsn, self.namespace, self.tmp)
+        broker = factory.start(
             name,
             *FAST_BROKER,
             *self.broker_args,
@@ -117,6 +123,10 @@ class FaultRun:
         self.brokers[name] = broker
         self._own_args[name] = args
         return broker
+
+    async def start_broker_async(self, name: str, *args: str, **options: Any) -> BrokerProcess:
+        """:meth:`start_broker` off the event loop (which may serve its fault proxy)."""
+        return await asyncio.to_thread(self.start_broker, name, *args, **options)
 
     def restart_broker(self, name: str) -> BrokerProcess:
         """Start ``name`` again on its port (after a kill or a stop)."""
