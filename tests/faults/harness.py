@@ -101,6 +101,7 @@ class FaultRun:
         self._histories: list[HistoryWriter] = [self.nemesis]
         self._own_args: dict[str, tuple[str, ...]] = {}
         self._dsns: dict[str, str] = {}
+        self._worker_args: dict[str, tuple[str, tuple[str, ...], int, int, int]] = {}
 
     # -- parts -------------------------------------------------------------------
 
@@ -174,7 +175,20 @@ class FaultRun:
             process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, cwd=ROOT)
         worker = WorkerProcess(name, process, log_path)
         self.workers[name] = worker
+        self._worker_args[name] = (queue, tuple(brokers), concurrency, lock_ms, work_ms)
         return worker
+
+    def restart_worker(self, name: str) -> WorkerProcess:
+        """Start worker ``name`` again (same options, same history file)."""
+        queue, brokers, concurrency, lock_ms, work_ms = self._worker_args[name]
+        return self.start_worker(
+            name,
+            queue,
+            brokers=brokers,
+            concurrency=concurrency,
+            lock_ms=lock_ms,
+            work_ms=work_ms,
+        )
 
     def start_producer(
         self,
