@@ -18,6 +18,7 @@ import json
 import signal
 import subprocess
 import sys
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -101,6 +102,7 @@ class FaultRun:
         self._histories: list[HistoryWriter] = [self.nemesis]
         self._own_args: dict[str, tuple[str, ...]] = {}
         self._dsns: dict[str, str] = {}
+        self.timings: list[tuple[str, float]] = []  # how long drains and starts took
         self._worker_args: dict[str, tuple[str, tuple[str, ...], int, int, int]] = {}
 
     # -- parts -------------------------------------------------------------------
@@ -112,6 +114,7 @@ class FaultRun:
         dsn = dsn or self._dsns.get(name) or self.dsn
         self._dsns[name] = dsn
         factory = BrokerFactory(dsn, self.namespace, self.tmp)
+        began = time.monotonic()
         broker = factory.start(
             name,
             *FAST_BROKER,
@@ -121,6 +124,7 @@ class FaultRun:
             env=self.env,
             tcp_port=tcp_port,
         )
+        self.timings.append((f"start {name}", time.monotonic() - began))
         self.brokers[name] = broker
         self._own_args[name] = args
         return broker
@@ -263,7 +267,10 @@ class FaultRun:
     def terminate_broker(self, name: str) -> None:
         """SIGTERM: the graceful drain."""
         self.nemesis.nemesis("sigterm", name)
+        began = time.monotonic()
         self.brokers[name].terminate()
+        self.timings.append((f"drain {name}", time.monotonic() - began))
+        self.nemesis.nemesis("sigterm", name, "end")
 
     # -- progress ----------------------------------------------------------------
 
@@ -343,6 +350,8 @@ class FaultRun:
             label=self.label,
         )
         print(report.headline())
+        if self.timings:
+            print("timings:", ", ".join(f"{what} {seconds:.1f}s" for what, seconds in self.timings))
         (self.tmp / "report.json").write_text(json.dumps(report.to_json(), indent=2))
         for broker in self.brokers.values():
             await asyncio.to_thread(broker.terminate, 15)

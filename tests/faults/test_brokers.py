@@ -35,15 +35,15 @@ async def test_kill_9_of_brokers_holding_leases_loses_nothing_and_fences_every_l
     queue = "q-kill"
     two_brokers_under_load(run, queue)
     await run.start_subscriber("s1", queue)
-    await run.progress(30)
+    await run.progress(20)
     run.kill_broker("b1")  # w1's leases, and connections of w2, p1 and s1, die with it
-    await run.progress(30)
+    await run.progress(20)
     run.restart_broker("b1")
-    await run.progress(30)
+    await run.progress(20)
     run.kill_broker("b2")
-    await run.progress(30)
+    await run.progress(20)
     run.restart_broker("b2")
-    await run.progress(30)
+    await run.progress(20)
     report = await run.finish(backoff_ms=POISON["backoff"])
     assert_safe(report)
     assert report.faults["kill"] == 2 and report.dlq_expected > 0
@@ -58,7 +58,7 @@ async def test_a_broker_paused_past_its_session_lease_loses_nothing(
     queue = "q-stop-broker"
     two_brokers_under_load(run, queue)
     await run.start_subscriber("s1", queue, brokers=["b2"])
-    await run.progress(30)
+    await run.progress(20)
     run.stop("b1")
     # The fault's duration: past the session's staleness, so b2 reaps the leases
     # of b1's connections; b1, resumed, finds its session stale or taken.
@@ -76,12 +76,12 @@ async def test_sigterm_under_load_and_a_rolling_restart_of_every_broker_lose_not
     queue = "q-rolling"
     two_brokers_under_load(run, queue)
     await run.start_subscriber("s1", queue)
-    await run.progress(30)
+    await run.progress(20)
     for name in ("b1", "b2", "b1"):
         run.terminate_broker(name)  # the graceful drain, jobs in flight
-        await run.progress(15)
+        await run.progress(10)
         run.restart_broker(name)
-        await run.progress(15)
+        await run.progress(10)
     report = await run.finish(backoff_ms=POISON["backoff"])
     assert_safe(report)
     assert report.faults["sigterm"] == 3

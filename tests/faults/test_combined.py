@@ -20,7 +20,7 @@ async def test_a_seeded_combination_of_faults_loses_nothing_and_accepts_no_stale
     fault_run: Callable[..., FaultRun], proxy: FaultProxy
 ) -> None:
     run = fault_run(label=f"combined seed={SEED}", client_options="timeout=5")
-    nemesis = await combined_run(run, seed=SEED, seconds=40, queue="q-combined", proxy=proxy)
+    nemesis = await combined_run(run, seed=SEED, seconds=25, queue="q-combined", proxy=proxy)
     report = await run.finish(backoff_ms=100)
     print("steps:", nemesis.steps)
     assert_safe(report)

@@ -56,12 +56,12 @@ async def test_postgres_restarted_under_load_keeps_every_admitted_job(
         run.start_broker("b2")
         await run.start_subscriber("s1", queue)
         load(run, queue)
-        await run.progress(40)
+        await run.progress(20)
         for _ in range(2):
             run.nemesis.nemesis("pg-restart", "postgres")
             await asyncio.to_thread(server.restart)  # pg_ctl restart -m fast, under load
             run.nemesis.nemesis("pg-restart", "postgres", "end")
-            await run.progress(40, timeout=90)
+            await run.progress(20, timeout=90)
         report = await run.finish(backoff_ms=POISON["backoff"])
     finally:
         await run.abort()
@@ -78,9 +78,9 @@ async def test_a_brokers_database_link_cut_black_holed_delayed_and_its_commit_re
     run.start_broker("b2")
     await run.start_subscriber("s1", queue, brokers=["b2"])
     load(run, queue, producer_brokers=("b1",))  # every admission goes through b1
-    await run.progress(30)
+    await run.progress(20)
     dropped = 0
-    for _ in range(4):  # the reply to COMMIT (or to an autocommit write) dropped
+    for _ in range(3):  # the reply to COMMIT (or to an autocommit write) dropped
         proxy.arm(_is_commit)
         try:
             await asyncio.wait_for(proxy.cut.wait(), timeout=10)
@@ -88,11 +88,11 @@ async def test_a_brokers_database_link_cut_black_holed_delayed_and_its_commit_re
             continue
         dropped += 1
         run.nemesis.nemesis("commit-reply-dropped", "b1")
-        await run.progress(10)
+        await run.progress(8)
     for _ in range(2):
         run.nemesis.nemesis("proxy-cut", "b1")
         proxy.cut_all()
-        await run.progress(10)
+        await run.progress(8)
     run.nemesis.nemesis("proxy-blackhole", "b1")
     proxy.blackhole(True)
     await asyncio.sleep(2)  # the fault's duration
@@ -104,7 +104,7 @@ async def test_a_brokers_database_link_cut_black_holed_delayed_and_its_commit_re
     await run.progress(10, timeout=60)
     proxy.delay = 0.0
     run.nemesis.nemesis("proxy-delay", "b1", "end")
-    await run.progress(10)
+    await run.progress(8)
     report = await run.finish(backoff_ms=POISON["backoff"])
     assert_safe(report)
     assert dropped >= 1, "no COMMIT went through the proxy"
@@ -119,16 +119,16 @@ async def test_a_killed_listen_connection_leaves_event_delivery_bounded_by_polli
     await run.start_subscriber("s1", queue)
     load(run, queue, producer_brokers=("b1",))
     await run.progress(20)
-    for _ in range(5):
+    for _ in range(3):
         killed = await _kill_listen_backend(db_dsn, "b1")
         if killed:
             run.nemesis.nemesis("listen-kill", "b1")
-        await run.progress(15)
+        await run.progress(10)
     report = await run.finish(backoff_ms=POISON["backoff"])
     assert_safe(report)
     assert report.faults["listen-kill"] >= 1
     # poll interval 100 ms: an event is delivered within it (plus load) without NOTIFY
-    assert report.max_event_delay_s is not None and report.max_event_delay_s < 2.5, report
+    assert report.max_event_delay_s is not None and report.max_event_delay_s < 3.0, report
 
 
 async def _kill_listen_backend(dsn: str, broker: str) -> int:
