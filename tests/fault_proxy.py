@@ -107,7 +107,11 @@ class FaultProxy:
         return await asyncio.open_connection(host, int(target))
 
     async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        up_reader, up_writer = await self._connect_upstream()
+        try:
+            up_reader, up_writer = await self._connect_upstream()
+        except OSError:  # the database is down (restarting): refuse this client
+            writer.close()
+            return
         self._writers.update((writer, up_writer))
         doomed = asyncio.Event()
 

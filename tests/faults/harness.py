@@ -264,6 +264,25 @@ class FaultRun:
             return self.workers[name].process
         return self.brokers[name].process
 
+    async def kill_listen(self, name: str) -> int:
+        """Terminate broker ``name``'s LISTEN backend (idle on its LISTEN or on the
+        listener's ``SELECT 1`` ping); records a ``listen-kill`` when one went."""
+        conn = await asyncpg.connect(self.dsn)
+        try:
+            killed = int(
+                await conn.fetchval(
+                    "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity"
+                    " WHERE application_name = $1 AND state = 'idle'"
+                    " AND (query ILIKE 'LISTEN%' OR query = 'SELECT 1')",
+                    f"pgqueue:{name}",
+                )
+            )
+        finally:
+            await conn.close()
+        if killed:
+            self.nemesis.nemesis("listen-kill", name)
+        return killed
+
     def terminate_broker(self, name: str) -> None:
         """SIGTERM: the graceful drain."""
         self.nemesis.nemesis("sigterm", name)

@@ -15,8 +15,6 @@ import random
 import time
 from collections.abc import Callable, Sequence
 
-import asyncpg
-
 from pgqueue.embedded import EmbeddedPostgres
 from tests.fault_proxy import FaultProxy
 from tests.faults.harness import SESSION_STALE_MS, FaultRun
@@ -58,10 +56,11 @@ class Nemesis:
             faults.append(("pg-restart", self.pg_restart))
         return faults
 
-    async def run_for(self, seconds: float) -> None:
+    async def run_for(self, seconds: float, *, min_steps: int = 0) -> None:
+        """Faults for ``seconds``, and at least ``min_steps`` of them."""
         deadline = time.monotonic() + seconds
         menu = self.menu()
-        while time.monotonic() < deadline:
+        while time.monotonic() < deadline or len(self.steps) < min_steps:
             name, action = self.rng.choice(menu)
             began = time.monotonic()
             result = action()
@@ -105,18 +104,7 @@ class Nemesis:
         self.run.restart_worker(name)
 
     async def listen_kill(self) -> None:
-        name = self._broker()
-        conn = await asyncpg.connect(self.run.dsn)
-        try:
-            killed = await conn.fetchval(
-                "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity"
-                " WHERE application_name = $1 AND query ILIKE 'LISTEN%'",
-                f"pgqueue:{name}",
-            )
-        finally:
-            await conn.close()
-        if killed:
-            self.run.nemesis.nemesis("listen-kill", name)
+        await self.run.kill_listen(self._broker())
 
     async def commit_drop(self) -> None:
         assert self.proxy is not None and self.proxied is not None
@@ -151,6 +139,7 @@ async def combined_run(
     brokers: Sequence[str] = ("b1", "b2"),
     workers: int = 2,
     producers: int = 1,
+    min_steps: int = 0,
 ) -> Nemesis:
     """Brokers (the first through ``proxy`` when given), workers, producers and a
     subscriber under the seeded nemesis for ``seconds``; then :meth:`FaultRun.finish`."""
@@ -176,5 +165,5 @@ async def combined_run(
         proxied=brokers[0] if proxy else None,
         postgres=postgres,
     )
-    await nemesis.run_for(seconds)
+    await nemesis.run_for(seconds, min_steps=min_steps)
     return nemesis

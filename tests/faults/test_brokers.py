@@ -13,7 +13,7 @@ import pytest
 
 from tests.faults.harness import SESSION_STALE_MS, FaultRun, assert_safe
 
-pytestmark = pytest.mark.timeout(180)
+pytestmark = pytest.mark.timeout(300)
 
 POISON = {"attempts": 3, "backoff": 100}
 
