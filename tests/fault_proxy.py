@@ -43,6 +43,8 @@ class FaultProxy:
         self.holding = asyncio.Event()
         self._let_through = asyncio.Event()
         self.port = 0
+        self.blackholed = False  # while set, bytes in both directions vanish
+        self.delay = 0.0  # seconds added before each chunk is forwarded
 
     @property
     def dsn(self) -> str:
@@ -73,6 +75,18 @@ class FaultProxy:
     def let_through(self) -> None:
         self._let_through.set()
 
+    def cut_all(self) -> None:
+        """Reset every connection through the proxy now (new ones are accepted)."""
+        for writer in list(self._writers):
+            writer.close()
+
+    def blackhole(self, on: bool) -> None:
+        """Swallow every byte while ``on`` (no error, no answer: silent loss); when
+        turned off, the connections that lost bytes are reset, as a timeout would."""
+        self.blackholed = on
+        if not on:
+            self.cut_all()
+
     async def close(self) -> None:
         if self._server is not None:
             self._server.close()
@@ -93,7 +107,11 @@ class FaultProxy:
         return await asyncio.open_connection(host, int(target))
 
     async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        up_reader, up_writer = await self._connect_upstream()
+        try:
+            up_reader, up_writer = await self._connect_upstream()
+        except OSError:  # the database is down (restarting): refuse this client
+            writer.close()
+            return
         self._writers.update((writer, up_writer))
         doomed = asyncio.Event()
 
@@ -102,6 +120,10 @@ class FaultProxy:
                 if self._trigger is not None and self._trigger(data):
                     self._trigger = None
                     doomed.set()
+                if self.blackholed:
+                    continue
+                if self.delay:
+                    await asyncio.sleep(self.delay)
                 up_writer.write(data)
                 await up_writer.drain()
 
@@ -113,6 +135,10 @@ class FaultProxy:
                     self._hold = None
                     self.holding.set()
                     await self._let_through.wait()
+                if self.blackholed:
+                    continue
+                if self.delay:
+                    await asyncio.sleep(self.delay)
                 writer.write(data)
                 await writer.drain()
 

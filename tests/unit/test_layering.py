@@ -68,6 +68,7 @@ FORBIDDEN = {
         "httpx",
     ),
     "server": ("pgqueue.client", "pgqueue.cli"),
+    "testing": ("pgqueue.server", "pgqueue.cli", "pgqueue.runtime", "pgqueue.maintenance"),
 }
 
 # Modules that load a driver or the engine: a light import must load none of them.

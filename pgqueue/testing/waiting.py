@@ -1,4 +1,4 @@
-"""Helpers for tests of code that uses pgqueue (and for pgqueue's own tests).
+"""Waiting for a condition in tests (of code that uses pgqueue, and of pgqueue).
 
 :func:`eventually` waits for a condition with a deadline instead of sleeping
 for a guessed duration.

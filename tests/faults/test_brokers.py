@@ -1,0 +1,93 @@
+"""Broker faults on real processes: kill -9, SIGSTOP past the session lease,
+SIGTERM during load and a rolling restart of every broker.
+
+Workers are processes of their own, producers and an event subscriber run in
+the test; every run ends with the checker's headline and its safety bar.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+
+from tests.faults.harness import SESSION_STALE_MS, FaultRun, assert_safe
+
+pytestmark = pytest.mark.timeout(300)
+
+POISON = {"attempts": 3, "backoff": 100}
+
+
+def two_brokers_under_load(run: FaultRun, queue: str) -> None:
+    """b1 and b2; w1 knows only b1 (its leases live and die with b1), w2 knows
+    both; a steady producer through both, every 25th job a poison job."""
+    run.start_broker("b1")
+    run.start_broker("b2")
+    run.start_worker("w1", queue, brokers=["b1"], concurrency=4, lock_ms=2_000, work_ms=50)
+    run.start_worker("w2", queue, concurrency=4, lock_ms=2_000, work_ms=50)
+    run.start_producer("p1", queue, work_ms=50, poison_every=25, poison_options=POISON, pause=0.02)
+
+
+async def test_kill_9_of_brokers_holding_leases_loses_nothing_and_fences_every_late_ack(
+    fault_run: Callable[..., FaultRun],
+) -> None:
+    run = fault_run(label="kill-9 brokers")
+    queue = "q-kill"
+    two_brokers_under_load(run, queue)
+    await run.start_subscriber("s1", queue)
+    await run.progress(20)
+    run.kill_broker("b1")  # w1's leases, and connections of w2, p1 and s1, die with it
+    await run.progress(20)
+    run.restart_broker("b1")
+    await run.progress(20)
+    run.kill_broker("b2")
+    await run.progress(20)
+    run.restart_broker("b2")
+    await run.progress(20)
+    report = await run.finish(backoff_ms=POISON["backoff"])
+    assert_safe(report)
+    assert report.faults["kill"] == 2 and report.dlq_expected > 0
+
+
+async def test_a_broker_paused_past_its_session_lease_loses_nothing(
+    fault_run: Callable[..., FaultRun],
+) -> None:
+    # A paused broker keeps its sockets open: a request to it ends only at the
+    # client's timeout (30 s by default), so the clients here give up after 5 s.
+    run = fault_run(label="sigstop-broker", client_options="timeout=5")
+    queue = "q-stop-broker"
+    two_brokers_under_load(run, queue)
+    await run.start_subscriber("s1", queue, brokers=["b2"])
+    await run.progress(20)
+    run.stop("b1")
+    # The fault's duration: past the session's staleness, so b2 reaps the leases
+    # of b1's connections; b1, resumed, finds its session stale or taken.
+    await _hold(SESSION_STALE_MS / 1000 + 2)
+    run.resume("b1")
+    await run.progress(30, timeout=90)
+    report = await run.finish(backoff_ms=POISON["backoff"])
+    assert_safe(report)
+
+
+async def test_sigterm_under_load_and_a_rolling_restart_of_every_broker_lose_nothing(
+    fault_run: Callable[..., FaultRun],
+) -> None:
+    run = fault_run(label="sigterm + rolling restart")
+    queue = "q-rolling"
+    two_brokers_under_load(run, queue)
+    await run.start_subscriber("s1", queue)
+    await run.progress(20)
+    for name in ("b1", "b2", "b1"):
+        run.terminate_broker(name)  # the graceful drain, jobs in flight
+        await run.progress(10)
+        run.restart_broker(name)
+        await run.progress(10)
+    report = await run.finish(backoff_ms=POISON["backoff"])
+    assert_safe(report)
+    assert report.faults["sigterm"] == 3
+
+
+async def _hold(seconds: float) -> None:
+    import asyncio
+
+    await asyncio.sleep(seconds)

@@ -1,0 +1,128 @@
+"""Database faults under load: PostgreSQL restarted, a broker's connection cut,
+black-holed or delayed through a TCP proxy (the reply to COMMIT dropped too),
+and the LISTEN connection killed.
+
+Admissions of unknown outcome are resolved by custom id (the producer re-sends
+the same id); every run ends with the checker's headline and its safety bar.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from pgqueue.embedded import EmbeddedPostgres
+from tests.fault_proxy import FaultProxy
+from tests.faults.harness import FaultRun, assert_safe
+
+pytestmark = pytest.mark.timeout(300)
+
+POISON = {"attempts": 3, "backoff": 100}
+
+
+def _is_commit(data: bytes) -> bool:
+    return b"COMMIT" in data
+
+
+def load(run: FaultRun, queue: str, *, producer_brokers: tuple[str, ...] = ()) -> None:
+    run.start_worker("w1", queue, concurrency=4, lock_ms=2_000, work_ms=30)
+    run.start_worker("w2", queue, concurrency=4, lock_ms=2_000, work_ms=30)
+    run.start_producer(
+        "p1",
+        queue,
+        brokers=producer_brokers,
+        work_ms=30,
+        poison_every=25,
+        poison_options=POISON,
+        pause=0.01,
+    )
+
+
+async def test_postgres_restarted_under_load_keeps_every_admitted_job(
+    own_postgres: tuple[EmbeddedPostgres, str], tmp_path: Path
+) -> None:
+    server, dsn = own_postgres
+    run = FaultRun(
+        dsn, "pgrestart", tmp_path / "run", label="pg-restart", client_options="timeout=10"
+    )
+    try:
+        queue = "q-pg-restart"
+        run.start_broker("b1")
+        run.start_broker("b2")
+        await run.start_subscriber("s1", queue)
+        load(run, queue)
+        await run.progress(20)
+        for _ in range(2):
+            run.nemesis.nemesis("pg-restart", "postgres")
+            await asyncio.to_thread(server.restart)  # pg_ctl restart -m fast, under load
+            run.nemesis.nemesis("pg-restart", "postgres", "end")
+            await run.progress(20, timeout=90)
+        report = await run.finish(backoff_ms=POISON["backoff"])
+    finally:
+        await run.abort()
+    assert_safe(report)
+    assert report.faults["pg-restart"] == 2
+
+
+async def test_a_brokers_database_link_cut_black_holed_delayed_and_its_commit_reply_dropped(
+    fault_run: Callable[..., FaultRun], proxy: FaultProxy
+) -> None:
+    run = fault_run(label="db-link faults", client_options="timeout=5")
+    queue = "q-db-link"
+    await run.start_broker_async("b1", dsn=proxy.dsn)  # b1 reaches PostgreSQL through the proxy
+    run.start_broker("b2")
+    await run.start_subscriber("s1", queue, brokers=["b2"])
+    load(run, queue, producer_brokers=("b1",))  # every admission goes through b1
+    await run.progress(20)
+    dropped = 0
+    for _ in range(3):  # the reply to COMMIT (or to an autocommit write) dropped
+        proxy.arm(_is_commit)
+        try:
+            await asyncio.wait_for(proxy.cut.wait(), timeout=10)
+        except TimeoutError:
+            continue
+        dropped += 1
+        run.nemesis.nemesis("commit-reply-dropped", "b1")
+        await run.progress(8)
+    for _ in range(2):
+        run.nemesis.nemesis("proxy-cut", "b1")
+        proxy.cut_all()
+        await run.progress(8)
+    run.nemesis.nemesis("proxy-blackhole", "b1")
+    proxy.blackhole(True)
+    await asyncio.sleep(2)  # the fault's duration
+    proxy.blackhole(False)
+    run.nemesis.nemesis("proxy-blackhole", "b1", "end")
+    await run.progress(10, timeout=60)
+    run.nemesis.nemesis("proxy-delay", "b1")
+    proxy.delay = 0.05
+    await run.progress(10, timeout=60)
+    proxy.delay = 0.0
+    run.nemesis.nemesis("proxy-delay", "b1", "end")
+    await run.progress(8)
+    report = await run.finish(backoff_ms=POISON["backoff"])
+    assert_safe(report)
+    assert dropped >= 1, "no COMMIT went through the proxy"
+
+
+async def test_a_killed_listen_connection_leaves_event_delivery_bounded_by_polling(
+    fault_run: Callable[..., FaultRun],
+) -> None:
+    run = fault_run(label="listen-killed")
+    queue = f"q-listen-{uuid.uuid4().hex[:6]}"
+    run.start_broker("b1")
+    await run.start_subscriber("s1", queue)
+    load(run, queue, producer_brokers=("b1",))
+    await run.progress(20)
+    for _ in range(3):
+        await run.kill_listen("b1")
+        await run.progress(10)
+    report = await run.finish(backoff_ms=POISON["backoff"])
+    assert_safe(report)
+    assert report.faults["listen-kill"] >= 1
+    # poll interval 100 ms: an event is delivered within it (plus load) without NOTIFY
+    assert report.max_event_delay_s is not None and report.max_event_delay_s < 3.0, report
