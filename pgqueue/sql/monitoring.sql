@@ -29,3 +29,12 @@ SELECT 'prepared_xact', p.gid, NULL, NULL, NULL, age(p.transaction),
 FROM pg_prepared_xacts p
 ORDER BY xid_age DESC NULLS LAST
 LIMIT $1::int
+
+-- name: cron_count
+-- Cron schedules of namespace $1: the rows of pgqueue_schedulers, read only when
+-- that table exists (an installation without cron has none: no row, read as 0).
+-- query_to_xml runs the count as its own statement, so this one parses without it.
+SELECT (xpath('/row/n/text()',
+              query_to_xml(format('SELECT count(*) AS n FROM pgqueue_schedulers WHERE namespace = %L',
+                                  $1::text), false, true, '')))[1]::text::bigint AS n
+WHERE to_regclass('pgqueue_schedulers') IS NOT NULL
