@@ -177,8 +177,10 @@ def lifetime_totals(totals: dict[str, int]) -> dict[str, int]:
 
 async def cron_count(broker: BrokerHost) -> int:
     """Cron schedules of the namespace (0 while this installation has no cron table)."""
-    value = await broker.manager.db.fetchval(Q.cron_count, broker.manager.namespace)
-    return int(value or 0)
+    db = broker.manager.db
+    if not await db.fetchval(Q.cron_table_exists):
+        return 0
+    return int(await db.fetchval(Q.cron_count, broker.manager.namespace) or 0)
 
 
 # -- rates, latency, workers --------------------------------------------------------------

@@ -30,11 +30,11 @@ FROM pg_prepared_xacts p
 ORDER BY xid_age DESC NULLS LAST
 LIMIT $1::int
 
+-- name: cron_table_exists
+-- Whether this installation has a cron table (pgqueue_schedulers, on the search path).
+SELECT to_regclass('pgqueue_schedulers') IS NOT NULL
+
 -- name: cron_count
--- Cron schedules of namespace $1: the rows of pgqueue_schedulers, read only when
--- that table exists (an installation without cron has none: no row, read as 0).
--- query_to_xml runs the count as its own statement, so this one parses without it.
-SELECT (xpath('/row/n/text()',
-              query_to_xml(format('SELECT count(*) AS n FROM pgqueue_schedulers WHERE namespace = %L',
-                                  $1::text), false, true, '')))[1]::text::bigint AS n
-WHERE to_regclass('pgqueue_schedulers') IS NOT NULL
+-- Cron schedules of namespace $1.  Run only when cron_table_exists says so (an
+-- installation without cron has no such table: the statement would not parse).
+SELECT count(*)::bigint FROM pgqueue_schedulers WHERE namespace = $1
