@@ -59,6 +59,10 @@ class ClaimBook:
         self._claims: OrderedDict[str, Claim] = OrderedDict()
         self._clean: OrderedDict[str, int] = OrderedDict()
 
+    def __len__(self) -> int:
+        """Claims booked now (``/heapstats``, the dashboard's collections)."""
+        return len(self._claims)
+
     def claimed(self, job_id: str, token: str, client_id: str, *, anonymous: bool) -> None:
         """A pull through this broker claimed ``job_id`` for ``client_id``."""
         fence = parse_fence(token) or 0

@@ -19,6 +19,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 
 from pgqueue.db.queries import Q
 from pgqueue.manager.outbox import Event
+from pgqueue.server.bunqueue_metrics import BunqueueMetrics
 from pgqueue.server.rates import RateMeter
 from pgqueue.service import Service
 
@@ -72,6 +73,8 @@ class BrokerMetrics:
         # Namespace-wide admissions and claims per second, from the outbox (Stats).
         self.push_rate = RateMeter()
         self.pull_rate = RateMeter()
+        self.complete_rate = RateMeter()  # completions and failed attempts (the dashboard)
+        self.fail_rate = RateMeter()
         r = self.registry = CollectorRegistry(auto_describe=True)
         self.commands = Counter(
             "pgqueue_commands_total",
@@ -197,10 +200,21 @@ class BrokerMetrics:
             ["kind", "holder", "application", "state", "query"],
             registry=r,
         )
+        self.connections = Gauge(
+            "pgqueue_connections",
+            "Client connections open on this broker, by transport (tcp, websocket, sse)",
+            ["transport"],
+            registry=r,
+        )
+        if broker is not None:
+            tcp = broker.tcp
+            self.connections.labels("tcp").set_function(lambda: len(tcp.connections))
         self.up = Gauge("pgqueue_up", "1 while the broker serves", registry=r)
         self.up.set(1)
         if broker is not None:
             r.register(ServiceCollector(broker))
+        # bunqueue's metric names, beside these (Grafana boards built for bunqueue).
+        self.bunqueue = BunqueueMetrics(broker) if broker is not None else None
 
     # -- moved by the broker -----------------------------------------------------
 
@@ -224,11 +238,13 @@ class BrokerMetrics:
             self.pull_rate.mark()
         elif event.type == "completed":
             self.completed.labels(queue).inc()
+            self.complete_rate.mark()
             duration = payload.get("duration")
             if isinstance(duration, int | float):
                 self.processing.labels(queue).observe(duration / 1000)
         elif event.type == "failed":
             self.failed.labels(queue).inc()
+            self.fail_rate.mark()
             if payload.get("reason") == "timeout":
                 self.lease_expiries.labels(queue).inc()
         elif event.type == "dlq":
@@ -287,7 +303,10 @@ class BrokerMetrics:
             ).set(age)
         self.xmin_age.set(oldest)
         self.outbox_lag.set(oldest)
+        if self.bunqueue is not None:
+            await self.bunqueue.refresh()
 
     def render(self) -> bytes:
-        """The Prometheus text exposition."""
-        return generate_latest(self.registry)
+        """The Prometheus text exposition (pgqueue's series, then bunqueue's names)."""
+        text = generate_latest(self.registry)
+        return text + self.bunqueue.render() if self.bunqueue is not None else text

@@ -49,9 +49,6 @@ NOT_YET = frozenset(
         "ResumeGroup",
         "IsGroupPaused",
         "RateLimitGroup",
-        "DashboardOverview",
-        "DashboardQueues",
-        "DashboardQueue",
     }
 )
 

@@ -73,6 +73,17 @@ JOIN pgqueue_finished f ON f.namespace = d.namespace AND f.id = d.job_id
 ORDER BY d.entered_at, d.job_id
 LIMIT :limit OFFSET :offset
 
+-- name: dlq_count
+-- Parameters: :namespace, :queue, the selection :job_ids, :reason, :older_than_ms,
+-- :newer_than_ms, :retriable, :expired, and :default_config.
+-- How many dead-letter entries of queue :queue of :namespace the selection holds
+-- (as dlq_list would list them with no page): the ``total`` beside a page.
+SELECT count(*)::bigint
+FROM pgqueue_dlq d
+LEFT JOIN pgqueue_queues q ON q.namespace = d.namespace AND q.queue = d.queue
+CROSS JOIN LATERAL (SELECT :default_config::jsonb || coalesce(q.dlq_config, '{}'::jsonb) AS config) c
+-- include: dlq_selection
+
 -- name: dlq_stats
 -- Entry counts of one queue ($2) or of the whole namespace ($2 NULL), per
 -- queue and reason: how many, how many have an auto-retry scheduled, how

@@ -29,3 +29,12 @@ SELECT 'prepared_xact', p.gid, NULL, NULL, NULL, age(p.transaction),
 FROM pg_prepared_xacts p
 ORDER BY xid_age DESC NULLS LAST
 LIMIT $1::int
+
+-- name: cron_table_exists
+-- Whether this installation has a cron table (pgqueue_schedulers, on the search path).
+SELECT to_regclass('pgqueue_schedulers') IS NOT NULL
+
+-- name: cron_count
+-- Cron schedules of namespace $1.  Run only when cron_table_exists says so (an
+-- installation without cron has no such table: the statement would not parse).
+SELECT count(*)::bigint FROM pgqueue_schedulers WHERE namespace = $1

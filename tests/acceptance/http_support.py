@@ -54,3 +54,42 @@ async def next_events(messages: AsyncIterator[SseMessage], count: int) -> list[S
             if len(found) == count:
                 break
     return found
+
+
+@dataclass(frozen=True)
+class SseFrame:
+    """One message of bunqueue's stream: its ``event:`` name (``message`` when none)."""
+
+    event: str
+    data: Any
+    id: str | None = None
+
+
+async def sse_frames(response: httpx.Response) -> AsyncIterator[SseFrame | str]:
+    """The messages of a stream with their event names; a comment comes as its text."""
+    event, event_id, data = "message", None, []
+    async for line in response.aiter_lines():
+        if line == "":
+            if data:
+                yield SseFrame(event, json.loads("\n".join(data)), event_id)
+            event, event_id, data = "message", None, []
+        elif line.startswith(":"):
+            yield line[1:]
+        elif line.startswith("event:"):
+            event = line[6:].strip()
+        elif line.startswith("id:"):
+            event_id = line[3:].strip()
+        elif line.startswith("data:"):
+            data.append(line[5:].strip())
+
+
+async def frame_named(frames: AsyncIterator[SseFrame | str], name: str, **data: Any) -> SseFrame:
+    """The next frame called ``name`` whose data holds ``data`` (others are skipped)."""
+    async for frame in frames:
+        if (
+            isinstance(frame, SseFrame)
+            and frame.event == name
+            and all(frame.data.get(key) == value for key, value in data.items())
+        ):
+            return frame
+    raise AssertionError(f"the stream ended before a {name} frame")

@@ -60,7 +60,8 @@ async def test_dlq_answers_jobs_and_entries_of_the_dead_lettered_jobs(clients: C
     queue = new_queue()
     job_id = await dead_letter(a, queue, {"to": "x"})
     answer = await b.call("Dlq", {"queue": queue})
-    assert set(answer) == {"ok", "reqId", "jobs", "entries"}
+    assert set(answer) == {"ok", "reqId", "jobs", "entries", "total"}
+    assert answer["total"] == 1
     [job] = answer["jobs"]
     [entry] = answer["entries"]
     assert (job["id"], job["data"]) == (job_id, {"to": "x"})

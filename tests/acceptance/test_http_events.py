@@ -54,13 +54,13 @@ async def test_a_stream_delivers_its_queues_events_in_order(brokers: BrokerFacto
 async def test_the_events_route_serves_one_queue_or_all(brokers: BrokerFactory) -> None:
     broker = brokers.start("a")
     async with http_client(broker) as http:
-        async with http.stream("GET", "/events") as everything:
+        async with http.stream("GET", "/pgqueue/events") as everything:
             messages = sse_messages(everything)
             first = await push(http, "one", 1)
             second = await push(http, "two", 2)
             events = await asyncio.wait_for(next_events(messages, 2), WAIT)
         assert [(m.data or {})["event"]["jobId"] for m in events] == [first, second]
-        async with http.stream("GET", "/events", params={"queue": "two"}) as one_queue:
+        async with http.stream("GET", "/pgqueue/events", params={"queue": "two"}) as one_queue:
             messages = sse_messages(one_queue)
             await push(http, "one", 3)
             third = await push(http, "two", 4)
@@ -181,7 +181,7 @@ async def test_a_client_disconnect_closes_its_subscription(brokers: BrokerFactor
         assert (event.data or {})["event"]["jobId"] == job
 
 
-@pytest.mark.parametrize("path", ["/queues/q/events", "/events/queues/q"])
+@pytest.mark.parametrize("path", ["/queues/q/events", "/pgqueue/events/queues/q"])
 async def test_both_per_queue_stream_paths_answer(brokers: BrokerFactory, path: str) -> None:
     broker = brokers.start("a")
     async with http_client(broker) as http, http.stream("GET", path) as stream:

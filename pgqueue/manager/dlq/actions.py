@@ -79,6 +79,28 @@ async def list_dlq(
     return await dlq_reads.list_entries(ctx, queue, selection, offset)
 
 
+async def count_dlq(
+    ctx: EngineContext,
+    queue: str,
+    *,
+    reason: str | None = None,
+    older_than_ms: float | None = None,
+    newer_than_ms: float | None = None,
+    retriable: bool | None = None,
+    expired: bool | None = None,
+) -> int:
+    """How many of ``queue``'s dead-letter entries :func:`list_dlq` selects, paging aside."""
+    validate_queue_name(queue)
+    selection = build_filter(
+        reason=reason,
+        older_than_ms=older_than_ms,
+        newer_than_ms=newer_than_ms,
+        retriable=retriable,
+        expired=expired,
+    )
+    return await dlq_reads.count_entries(ctx, queue, selection)
+
+
 async def dlq_stats(ctx: EngineContext, queue: str | None = None) -> DlqStats:
     """Entry counts by reason (every reason, zeros too), pending auto-retries,
     expired entries, oldest and newest entry; of one queue or (None) all."""

@@ -34,6 +34,7 @@ class DlqOps(ManagerBase):
     """
 
     list_dlq = forward(actions.list_dlq)
+    count_dlq = forward(actions.count_dlq)
     dlq_stats = forward(actions.dlq_stats)
     redrive = forward(actions.redrive)
     retry_job = forward(actions.retry_job)

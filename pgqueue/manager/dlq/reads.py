@@ -21,6 +21,7 @@ from pgqueue.manager.rows import job_from_row, json_or_none, ms
 __all__ = [
     "DEFAULT_DLQ_CONFIG_JSON",
     "audit_records",
+    "count_entries",
     "entry_blockers",
     "list_entries",
     "selection_params",
@@ -74,6 +75,20 @@ async def list_entries(
         )
         for row in rows
     ]
+
+
+async def count_entries(ctx: EngineContext, queue: str, selection: DlqFilter) -> int:
+    """How many entries of a queue's DLQ the selection holds (paging aside)."""
+    params = selection_params(selection)
+    del params["limit"]
+    total = await ctx.db.fetchval(
+        Q.dlq_count,
+        namespace=ctx.namespace,
+        queue=queue,
+        **params,
+        default_config=DEFAULT_DLQ_CONFIG_JSON,
+    )
+    return int(total or 0)
 
 
 async def stats(ctx: EngineContext, queue: str | None) -> DlqStats:

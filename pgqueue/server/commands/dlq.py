@@ -1,7 +1,8 @@
 """The dead-letter queue over the wire: list, stats, redrive, purge, remove; settings.
 
-Shapes follow bunqueue (§1.6 "DLQ"): ``Dlq`` answers ``{jobs, entries}``
-(the TS client reads ``entries``, the Python SDK ``jobs``), ``GetDlqStats``
+Shapes follow bunqueue (§1.6 "DLQ"): ``Dlq`` answers ``{jobs, entries, total}``
+(the TS client reads ``entries``, the Python SDK ``jobs``; ``total`` counts the
+entries the filter selects, paging aside, as bunqueue's HTTP route), ``GetDlqStats``
 ``D{stats}``, ``RetryDlq`` and ``PurgeDlq`` ``{count}``, ``RemoveDlqJob``
 ``D{removed}``, the config commands ``{config}`` (the settings now in force,
 defaults filled in).
@@ -68,8 +69,9 @@ async def dlq(req: Request) -> dict[str, Any]:
     limit = selection.pop("limit", None) or MAX_LIST_LIMIT
     if count is not None:
         limit = min(limit, count)
+    total = await req.manager.count_dlq(queue, **selection)
     if limit == 0:
-        return {"jobs": [], "entries": []}
+        return {"jobs": [], "entries": [], "total": total}
     entries = await req.manager.list_dlq(queue, **selection, limit=limit, offset=offset)
     jobs = [job_to_wire(entry.job) for entry in entries]
     return {
@@ -77,6 +79,7 @@ async def dlq(req: Request) -> dict[str, Any]:
         "entries": [
             {"job": job, **entry.as_dict()} for job, entry in zip(jobs, entries, strict=True)
         ],
+        "total": total,
     }
 
 

@@ -1,7 +1,8 @@
 """Queries over jobs and queues: listings, custom ids, progress, counts, logs, waiting.
 
 Shapes follow bunqueue (§1.6 "Queries"): ``GetJobs`` answers ``{jobs}`` (each
-Job with ``state``, ``returnvalue``, ``failedReason``), ``GetJobByCustomId``
+Job with ``state``, ``returnvalue``, ``failedReason``; the state ``paused``
+lists the ready jobs of a paused queue, as bunqueue's), ``GetJobByCustomId``
 ``{job}`` (the same without ``state``), ``GetProgress`` ``{progress,
 message}``, ``Count`` ``{count}``, ``GetCountsPerPriority`` ``{queue,
 counts}`` (priorities as string keys, as a JSON object has them), ``WaitJob``
@@ -34,6 +35,8 @@ DEFAULT_WAIT_MS = 30_000
 MAX_STATES = 16
 MAX_LOG_POSITION = 1_000_000_000
 STATE_ALIASES = {"wait": "waiting"}
+PAUSED = "paused"
+READY = ("waiting", "prioritized")
 
 
 def _states(f: Fields) -> list[str] | None:
@@ -48,6 +51,15 @@ def _states(f: Fields) -> list[str] | None:
     return [STATE_ALIASES.get(state, state) for state in states]
 
 
+async def _paused_states(req: Request, queue: str, states: list[str]) -> list[str]:
+    """bunqueue's ``paused`` state: the ready jobs (waiting, prioritized) of a paused
+    queue, none of a running one."""
+    rest = [state for state in states if state != PAUSED]
+    if await req.manager.is_paused(queue):
+        rest += [state for state in READY if state not in rest]
+    return rest
+
+
 @command("GetJobs")
 async def get_jobs(req: Request) -> dict[str, Any]:
     f = req.fields
@@ -56,7 +68,9 @@ async def get_jobs(req: Request) -> dict[str, Any]:
     offset = f.opt_int("offset", minimum=0, maximum=MAX_LIST_OFFSET, default=0)
     limit = f.opt_int("limit", minimum=0, maximum=MAX_LIST_LIMIT, default=DEFAULT_LIST_LIMIT)
     asc = f.opt_bool("asc", default=True)
-    if limit == 0:
+    if states is not None and PAUSED in states:
+        states = await _paused_states(req, queue, states)
+    if limit == 0 or states == []:
         return {"jobs": []}
     jobs = await req.manager.get_jobs(queue, states, offset, limit, asc)
     return {"jobs": [job_to_wire(job, with_state=True) for job in jobs]}

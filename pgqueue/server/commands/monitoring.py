@@ -3,11 +3,15 @@
 * ``Stats`` → ``{stats: {waiting, active, delayed, dlq, completed, failed, uptime,
   pushPerSec, pullPerSec}}``: job counts of the whole namespace, read from
   PostgreSQL (``waiting`` excludes prioritized jobs, as in bunqueue's
-  PostgreSQL mode; ``prioritized`` and ``waitingChildren`` are added);
-  ``dlq`` counts DLQ entries; ``uptime`` is this broker's, in ms.
-  ``pushPerSec`` / ``pullPerSec`` are the namespace's admissions / claims per
-  second over the last 10 s, counted from the outbox events this broker
-  follows (so every broker reports the same cluster-wide rate).
+  PostgreSQL mode); ``dlq`` counts DLQ entries; ``uptime`` is this broker's,
+  in ms.  bunqueue's PostgreSQL-mode keys are added: ``prioritized``,
+  ``waiting-children`` (also as pgqueue's older ``waitingChildren``),
+  ``totalPushed`` ... ``totalFailed`` (as ``Metrics`` counts them), ``cronJobs``
+  (the cron table's schedules, 0 without one), ``completePerSec`` and
+  ``failPerSec``.  The rates are the namespace's admissions / claims /
+  completions / failed attempts per second over the last 10 s, counted from
+  the outbox events this broker follows (so every broker reports the same
+  cluster-wide rate).
 * ``Metrics`` without ``queue`` → ``{metrics: {totalPushed, totalPulled,
   totalCompleted, totalFailed, avgLatencyMs, avgProcessingMs, memoryUsageMb,
   sqliteSizeMb, activeConnections}}``.  The totals count the jobs PostgreSQL
@@ -27,13 +31,11 @@
 from __future__ import annotations
 
 import asyncio
-import os
-import resource
-import time
 from typing import TYPE_CHECKING, Any
 
 from pgqueue.errors import ValidationError
 from pgqueue.manager.models import JobCounts
+from pgqueue.server import overview
 from pgqueue.server.metrics import BrokerMetrics
 from pgqueue.server.registry import CommandGroup
 from pgqueue.server.request import Request
@@ -74,21 +76,25 @@ async def _namespace_counts(manager: PostgresQueueManager) -> JobCounts:
 
 @command("Stats")
 async def stats(req: Request) -> dict[str, Any]:
-    counts = await _namespace_counts(req.manager)
-    dlq = await req.manager.dlq_stats(None)
+    counts, dlq, crons = await asyncio.gather(
+        _namespace_counts(req.manager), req.manager.dlq_stats(None), overview.cron_count(req.broker)
+    )
+    totals = {**counts.as_dict(), "dlq": dlq.total}
     return {
         "stats": {
             "waiting": counts.waiting,
             "prioritized": counts.prioritized,
             "waitingChildren": counts.waiting_children,
+            "waiting-children": counts.waiting_children,
             "active": counts.active,
             "delayed": counts.delayed,
             "dlq": dlq.total,
             "completed": counts.completed,
             "failed": counts.failed,
-            "uptime": (time.time() - req.broker.started_at) * 1000.0,
-            "pushPerSec": req.broker.metrics.push_rate.rate(),
-            "pullPerSec": req.broker.metrics.pull_rate.rate(),
+            **overview.lifetime_totals(totals),
+            "uptime": overview.uptime_ms(req.broker),
+            "cronJobs": crons,
+            **overview.throughput(req.broker),
         }
     }
 
@@ -109,16 +115,6 @@ def _mean_ms(metrics: BrokerMetrics | None, commands: tuple[str, ...]) -> float:
     return round(total / count * 1000.0, 2) if count else 0.0
 
 
-def _memory_mb() -> float:
-    """Resident memory of this process (peak, where the current size is unknown)."""
-    try:
-        with open("/proc/self/statm") as statm:
-            pages = int(statm.read().split()[1])
-        return pages * os.sysconf("SC_PAGE_SIZE") / 1024 / 1024
-    except (OSError, ValueError, IndexError):
-        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-
-
 def _legacy_metrics(broker: BrokerHost, counts: JobCounts) -> dict[str, Any]:
     pending = counts.waiting + counts.prioritized + counts.delayed + counts.waiting_children
     finished = counts.completed + counts.failed
@@ -129,7 +125,7 @@ def _legacy_metrics(broker: BrokerHost, counts: JobCounts) -> dict[str, Any]:
         "totalFailed": counts.failed,
         "avgLatencyMs": _mean_ms(broker.metrics, LATENCY_COMMANDS),
         "avgProcessingMs": _mean_ms(broker.metrics, PROCESSING_COMMANDS),
-        "memoryUsageMb": _memory_mb(),
+        "memoryUsageMb": overview.memory_bytes()["rss"] / overview.MB,
         "sqliteSizeMb": 0,
         "activeConnections": len(broker.tcp.connections),
     }

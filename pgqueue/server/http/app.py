@@ -24,20 +24,24 @@ from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response
-from starlette.routing import Route
+from starlette.routing import Route, WebSocketRoute
+from starlette.websockets import WebSocket
 
-from pgqueue.errors import PgQueueError
+from pgqueue.errors import PgQueueError, ValidationError
 from pgqueue.server.dispatch import dispatch
-from pgqueue.server.http import health
+from pgqueue.server.http import debug, health
 from pgqueue.server.http.auth import authenticate
 from pgqueue.server.http.binding import Endpoint, build_command
 from pgqueue.server.http.body import BodyError, is_json, read_json_object
+from pgqueue.server.http.bunqueue_sse import BunqueueStreamResponse
+from pgqueue.server.http.feed import Feed
 from pgqueue.server.http.jsonio import dumps
 from pgqueue.server.http.openapi import openapi_document, render_docs
 from pgqueue.server.http.routes import ENDPOINTS, SYSTEM_ROUTES, unknown_job_field
 from pgqueue.server.http.sse import EventStreamResponse
 from pgqueue.server.http.status import status_for_answer, status_for_error
 from pgqueue.server.http.telemetry import HttpMetrics
+from pgqueue.server.http.ws import WS_PATHS, serve_socket
 from pgqueue.server.request import ClientState
 
 if TYPE_CHECKING:
@@ -57,10 +61,20 @@ class HttpState:
     broker: BrokerHost
     metrics: HttpMetrics | None = None
     closing: asyncio.Event = field(default_factory=asyncio.Event)
+    connections: dict[str, int] = field(default_factory=lambda: {"websocket": 0, "sse": 0})
 
     @property
     def draining(self) -> bool:
         return self.closing.is_set() or self.broker.draining
+
+    def opened(self, transport: str) -> None:
+        """A WebSocket or an event stream opened (``/health``, ``pgqueue_connections``)."""
+        self.connections[transport] += 1
+        self.broker.metrics.connections.labels(transport).inc()
+
+    def closed(self, transport: str) -> None:
+        self.connections[transport] -= 1
+        self.broker.metrics.connections.labels(transport).dec()
 
 
 def json_response(body: Any, status: int = 200, headers: dict[str, str] | None = None) -> Response:
@@ -207,12 +221,73 @@ def _system_handlers(state: HttpState) -> dict[str, Handler]:
         gauge = state.metrics.streams if state.metrics is not None else None
         if gauge is not None:
             gauge.inc()
+        state.opened("sse")
+
+        def closed() -> None:
+            state.closed("sse")
+            if gauge is not None:
+                gauge.dec()
+
         return EventStreamResponse(
             subscription,
             closing=state.closing,
             keepalive=broker.settings.sse_keepalive_ms / 1000,
-            on_close=gauge.dec if gauge is not None else None,
+            on_close=closed,
         )
+
+    async def bunqueue_events(request: Request) -> Response:
+        refused, _ = _refusal(state, request)
+        if refused is not None:
+            return refused
+        queue = request.path_params.get("queue")
+        after = request.headers.get("last-event-id") or request.query_params.get("after") or None
+        try:
+            try:
+                subscription = await broker.manager.subscribe_events(queue, after=after)
+            except ValidationError as exc:
+                if after is None or exc.field == "queue":
+                    raise
+                subscription = await broker.manager.subscribe_events(queue)  # not our token
+        except PgQueueError as exc:
+            return error_response(status_for_error(exc), exc.message)
+        state.opened("sse")
+        feed = Feed(
+            broker,
+            subscription,
+            keepalive=broker.settings.sse_keepalive_ms / 1000,
+            connections=lambda: {"sse": state.connections["sse"]},
+        )
+        return BunqueueStreamResponse(
+            feed, closing=state.closing, on_close=lambda: state.closed("sse")
+        )
+
+    async def bunqueue_health(request: Request) -> Response:
+        timeout = broker.settings.readiness_timeout_ms / 1000
+        is_ready, body = await health.readiness(broker, timeout)
+        extra = await health.bunqueue_fields(broker, timeout, dict(state.connections))
+        answer = {**body, **extra, "status": "healthy" if is_ready else "degraded"}
+        return json_response(answer, 200 if is_ready else 503)
+
+    async def gc(request: Request) -> Response:
+        refused, _ = _refusal(state, request)
+        if refused is not None:
+            return refused
+        try:
+            body = await read_json_object(request, broker.settings.max_http_body_bytes)
+        except BodyError as exc:
+            return error_response(exc.status, exc.message)
+        tracing = body.get("tracemalloc")
+        if tracing is not None and not isinstance(tracing, bool):
+            return error_response(400, "tracemalloc must be a boolean")
+        if tracing is not None:
+            debug.set_tracing(tracing)
+        return json_response(debug.collect())
+
+    async def heapstats(request: Request) -> Response:
+        refused, _ = _refusal(state, request)
+        if refused is not None:
+            return refused
+        return json_response(debug.heap_stats(broker))
 
     return {
         "live": live,
@@ -221,6 +296,10 @@ def _system_handlers(state: HttpState) -> dict[str, Handler]:
         "openapi": openapi,
         "docs": docs,
         "events": events,
+        "bunqueue_events": bunqueue_events,
+        "health": bunqueue_health,
+        "gc": gc,
+        "heapstats": heapstats,
     }
 
 
@@ -248,10 +327,15 @@ def build_app(state: HttpState) -> Starlette:
         # An event stream is observed when it opens (its answer is the stream).
         handler = _observed(state, extra.method, extra.path, system[extra.handler])
         served = Route(extra.path, handler, methods=[extra.method])
-        if extra.handler == "events" and served.methods is not None:
+        if extra.handler in ("events", "bunqueue_events") and served.methods is not None:
             served.methods.discard("HEAD")  # a HEAD must not open a stream
         routes.append(served)
+
+    async def socket(websocket: WebSocket) -> None:
+        await serve_socket(state, websocket)
+
+    sockets = [WebSocketRoute(path, socket) for path in WS_PATHS]
     return Starlette(
-        routes=routes,
+        routes=[*routes, *sockets],
         exception_handlers={HTTPException: _http_error, Exception: _http_error},
     )

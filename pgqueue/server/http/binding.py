@@ -18,7 +18,7 @@ from typing import Any, Literal
 __all__ = ["Endpoint", "Kind", "Param", "Shape", "build_command", "path_params"]
 
 Kind = Literal["string", "integer", "number", "boolean", "array", "object", "any"]
-Shape = Callable[[dict[str, Any], Mapping[str, str]], dict[str, Any]]
+Shape = Callable[[dict[str, Any], Mapping[str, str]], Any]
 
 _RESERVED = frozenset({"cmd", "reqId"})
 _INTEGER = re.compile(r"-?\d{1,20}")

@@ -15,14 +15,16 @@ import asyncio
 import logging
 from typing import TYPE_CHECKING, Any
 
+from pgqueue._version import __version__
 from pgqueue.db.queries import Q
 from pgqueue.db.schema import check_schema
 from pgqueue.errors import PgQueueError, SchemaError
+from pgqueue.server import overview
 
 if TYPE_CHECKING:
     from pgqueue.server.host import BrokerHost
 
-__all__ = ["liveness", "readiness"]
+__all__ = ["bunqueue_fields", "liveness", "readiness"]
 
 log = logging.getLogger("pgqueue.http")
 
@@ -160,3 +162,30 @@ def _soft_checks(broker: BrokerHost) -> dict[str, dict[str, Any]]:
     if elector is not None:
         checks["maintenance"] = {"ok": True, "leader": elector.is_leader.is_set()}
     return checks
+
+
+async def bunqueue_fields(
+    broker: BrokerHost, timeout: float, connections: dict[str, int]
+) -> dict[str, Any]:
+    """What bunqueue's ``GET /health`` adds: ``uptime`` (s), ``version``, the
+    namespace's ``queues`` counts (null when the database does not answer in
+    time), ``connections`` of this broker and its ``memory`` (MB)."""
+    queues: dict[str, int] | None
+    try:
+        figures = await asyncio.wait_for(overview.queue_figures(broker), timeout)
+    except (TimeoutError, PgQueueError):
+        queues = None
+    else:
+        totals = overview.namespace_totals(figures)
+        queues = {k: totals[k] for k in ("waiting", "active", "delayed", "completed", "dlq")}
+    return {
+        "uptime": int(overview.uptime_ms(broker) // 1000),
+        "version": __version__,
+        "queues": queues,
+        "connections": {
+            "tcp": len(broker.tcp.connections),
+            "ws": connections.get("websocket", 0),
+            "sse": connections.get("sse", 0),
+        },
+        "memory": overview.memory_mb(),
+    }

@@ -94,6 +94,45 @@ def _workers_of_queue(answer: dict[str, Any], path: Mapping[str, str]) -> dict[s
     return {"ok": True, "workers": mine}
 
 
+def _unwrapped(answer: dict[str, Any], path: Mapping[str, str]) -> dict[str, Any]:
+    """A ``D{...}`` answer as bunqueue's HTTP route serves it: ``{ok, ...}``."""
+    data = answer.get("data")
+    return {"ok": True, **data} if isinstance(data, dict) else answer
+
+
+def _overview(answer: dict[str, Any], path: Mapping[str, str]) -> dict[str, Any]:
+    """``DashboardOverview`` as ``GET /dashboard``: crons as ``{total, list, truncated}``."""
+    body = _unwrapped(answer, path)
+    crons = body.get("crons")
+    if isinstance(crons, list):
+        body["crons"] = {"total": len(crons), "list": crons[:100], "truncated": len(crons) > 100}
+    return body
+
+
+def _queues_summary(answer: dict[str, Any], path: Mapping[str, str]) -> list[dict[str, Any]]:
+    """``GET /queues/summary``: a bare array of ``{name, paused, counts}``."""
+    data = answer.get("data")
+    queues = data.get("queues", []) if isinstance(data, dict) else []
+    return [
+        {
+            "name": q["name"],
+            "paused": q["paused"],
+            "counts": {
+                key: q.get(key, 0)
+                for key in ("waiting", "prioritized", "active", "completed", "failed", "delayed")
+            },
+        }
+        for q in queues
+    ]
+
+
+def _stats(answer: dict[str, Any], path: Mapping[str, str]) -> dict[str, Any]:
+    """``GET /stats`` adds the process's memory (MB), as bunqueue's route."""
+    from pgqueue.server.overview import memory_mb
+
+    return {**answer, "memory": {**memory_mb(), "external": 0, "arrayBuffers": 0}}
+
+
 # fmt: off
 ENDPOINTS: tuple[Endpoint, ...] = (
     # -- jobs (fixed paths before /jobs/{id}) ---------------------------------------
@@ -155,8 +194,8 @@ ENDPOINTS: tuple[Endpoint, ...] = (
              body=(_p("delay", "integer", "ms from now", required=True), TOKEN)),
     # -- queues -----------------------------------------------------------------------
     Endpoint("GET", "/queues", "ListQueues", "List queue names", "queues"),
-    Endpoint("GET", "/queues/summary", "DashboardQueues", "Every queue with its counts",
-             "queues"),
+    Endpoint("GET", "/queues/summary", "DashboardQueues", "Every queue with its counts "
+             "(a bare array of {name, paused, counts})", "queues", shape=_queues_summary),
     Endpoint("POST", Q + "/jobs", "PUSH", "Push a job", "queues",
              body=JOB_OPTIONS, open_body=True),
     Endpoint("GET", Q + "/jobs", "PULL", "Pull (claim) the next job", "queues",
@@ -172,6 +211,18 @@ ENDPOINTS: tuple[Endpoint, ...] = (
              query=(_p("state", "array", "states (comma separated or repeated)",
                        aliases=("status", "states")),
                     LIMIT, OFFSET, _p("asc", "boolean", "oldest first (default true)"))),
+    # -- bunqueue's dashboard aggregates ---------------------------------------------
+    Endpoint("GET", "/dashboard", "DashboardOverview",
+             "Counts, rates, latency, memory, workers and crons in one answer", "dashboard",
+             shape=_overview),
+    Endpoint("GET", "/dashboard/queues", "DashboardQueues", "Queues with their counts, paged",
+             "dashboard", query=(_p("limit", "integer", "page size (1..500)"), OFFSET),
+             shape=_unwrapped),
+    Endpoint("GET", "/dashboard/queues/{queue}", "DashboardQueue",
+             "One queue: counts, priorities, DLQ preview, first jobs by state", "dashboard",
+             query=(_p("includeJobs", "boolean", "add the first jobs of each state"),
+                    _p("jobsLimit", "integer", "jobs per state (default 10, at most 50)")),
+             shape=_unwrapped),
     Endpoint("GET", Q + "/counts", "GetJobCounts", "Job counts by state", "queues"),
     Endpoint("GET", Q + "/count", "Count", "Number of pending jobs", "queues"),
     Endpoint("GET", Q + "/priority-counts", "GetCountsPerPriority",
@@ -200,7 +251,8 @@ ENDPOINTS: tuple[Endpoint, ...] = (
                     _p("limit", "integer", "page size", target="filter.limit"),
                     _p("offset", "integer", "entries to skip", target="filter.offset"),
                     _p("reason", "string", "only this reason", target="filter.reason"))),
-    Endpoint("GET", Q + "/dlq/stats", "GetDlqStats", "Dead-letter statistics", "dlq"),
+    Endpoint("GET", Q + "/dlq/stats", "GetDlqStats", "Dead-letter statistics", "dlq",
+             shape=_unwrapped),
     Endpoint("GET", Q + "/dlq/audit", "DlqAudit", "Audited DLQ operations, newest first",
              "dlq", query=(LIMIT,)),
     Endpoint("GET", "/dlq/audit", "DlqAudit", "Audited DLQ operations of every queue",
@@ -276,7 +328,8 @@ ENDPOINTS: tuple[Endpoint, ...] = (
     Endpoint("GET", "/brokers", "ListBrokers",
              "Broker sessions: heartbeat, leader, draining", "monitoring"),
     Endpoint("GET", "/storage", "StorageStatus", "Storage status", "monitoring"),
-    Endpoint("GET", "/stats", "Stats", "Server-wide job statistics", "monitoring"),
+    Endpoint("GET", "/stats", "Stats", "Server-wide job statistics", "monitoring",
+             shape=_stats),
 )
 # fmt: on
 
@@ -299,11 +352,21 @@ _AFTER = _p("after", "string", "resume token (also the Last-Event-ID header)")
 
 # fmt: off
 SYSTEM_ROUTES: tuple[SystemRoute, ...] = (
-    SystemRoute("GET", "/queues/{queue}/events", "events", "Events of one queue (SSE)",
-                "events", "tokens", "text/event-stream", (_AFTER,)),
-    SystemRoute("GET", "/events/queues/{queue}", "events", "Events of one queue (SSE)",
-                "events", "tokens", "text/event-stream", (_AFTER,)),
-    SystemRoute("GET", "/events", "events", "Events of one queue, or of all (SSE)", "events",
+    SystemRoute("GET", "/events", "bunqueue_events",
+                "bunqueue's event stream of every queue (SSE: job:*, queue:counts, "
+                "stats:snapshot, health:status)", "events", "tokens", "text/event-stream",
+                (_AFTER,)),
+    SystemRoute("GET", "/events/queues/{queue}", "bunqueue_events",
+                "bunqueue's event stream of one queue (SSE)", "events", "tokens",
+                "text/event-stream", (_AFTER,)),
+    SystemRoute("GET", "/queues/{queue}/events", "events",
+                "pgqueue's resumable events of one queue (SSE)", "events", "tokens",
+                "text/event-stream", (_AFTER,)),
+    SystemRoute("GET", "/pgqueue/events/queues/{queue}", "events",
+                "pgqueue's resumable events of one queue (SSE)", "events", "tokens",
+                "text/event-stream", (_AFTER,)),
+    SystemRoute("GET", "/pgqueue/events", "events",
+                "pgqueue's resumable events of one queue, or of all (SSE)", "events",
                 "tokens", "text/event-stream",
                 (_p("queue", "string", "only this queue (default: every queue)"), _AFTER)),
     SystemRoute("GET", "/healthz", "live", "Liveness: the process serves", "health", "never"),
@@ -313,11 +376,19 @@ SYSTEM_ROUTES: tuple[SystemRoute, ...] = (
                 " not draining; warnings (listen, projection, xminHorizon) do not make it 503",
                 "health", "never"),
     SystemRoute("GET", "/ready", "ready", "Readiness (alias of /readyz)", "health", "never"),
-    SystemRoute("GET", "/health", "ready", "Readiness (alias of /readyz)", "health", "never"),
+    SystemRoute("GET", "/health", "health",
+                "Readiness with bunqueue's health fields (status, version, uptime, queues, "
+                "connections, memory)", "health", "never"),
     SystemRoute("GET", "/metrics", "metrics", "Prometheus metrics", "monitoring", "tokens",
                 "text/plain"),
     SystemRoute("GET", "/prometheus", "metrics", "Prometheus metrics (alias of /metrics)",
                 "monitoring", "tokens", "text/plain"),
+    SystemRoute("POST", "/gc", "gc",
+                "Run Python's garbage collector (and malloc_trim): memory before and after",
+                "monitoring", "tokens"),
+    SystemRoute("GET", "/heapstats", "heapstats",
+                "Objects by type, GC generations, tracemalloc, this broker's collections",
+                "monitoring", "tokens"),
     SystemRoute("GET", "/openapi.json", "openapi", "This API as OpenAPI 3", "docs", "never"),
     SystemRoute("GET", "/docs", "docs", "This API as an HTML page", "docs", "never",
                 "text/html"),

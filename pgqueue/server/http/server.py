@@ -84,7 +84,7 @@ class HttpServer:
             log_config=None,
             access_log=False,
             http="h11",
-            ws="none",
+            ws="websockets-sansio",
             server_header=False,
             proxy_headers=False,
             h11_max_incomplete_event_size=MAX_HEADER_BYTES,
