@@ -28,7 +28,7 @@ from starlette.routing import Route
 
 from pgqueue.errors import PgQueueError
 from pgqueue.server.dispatch import dispatch
-from pgqueue.server.http import health
+from pgqueue.server.http import console, health
 from pgqueue.server.http.auth import authenticate
 from pgqueue.server.http.binding import Endpoint, build_command
 from pgqueue.server.http.body import BodyError, is_json, read_json_object
@@ -251,6 +251,9 @@ def build_app(state: HttpState) -> Starlette:
         if extra.handler == "events" and served.methods is not None:
             served.methods.discard("HEAD")  # a HEAD must not open a stream
         routes.append(served)
+    routes.append(Route(console.MOUNT, console.serve_index, methods=["GET"]))
+    routes.append(Route(console.MOUNT + "/", console.serve_index, methods=["GET"]))
+    routes.append(Route(console.MOUNT + "/{path:path}", console.serve_asset, methods=["GET"]))
     return Starlette(
         routes=routes,
         exception_handlers={HTTPException: _http_error, Exception: _http_error},

@@ -144,6 +144,8 @@ ENDPOINTS: tuple[Endpoint, ...] = (
     Endpoint("GET", J + "/children", "GetChildrenValues", "Results of a job's children",
              "jobs"),
     Endpoint("GET", J + "/state", "GetState", "Get a job's state", "jobs"),
+    Endpoint("GET", J + "/inspect", "JobInspect",
+             "Who holds a job's lease, and its state changes in the outbox", "jobs"),
     Endpoint("GET", J + "/result", "GetResult", "Get a job's result", "jobs"),
     Endpoint("PUT", J + "/data", "Update", "Replace a waiting job's data", "jobs",
              body=(_p("data", "any", "the new payload", required=True),)),
@@ -276,6 +278,11 @@ ENDPOINTS: tuple[Endpoint, ...] = (
              "Broker sessions: heartbeat, leader, draining", "monitoring"),
     Endpoint("GET", "/storage", "StorageStatus", "Storage status", "monitoring"),
     Endpoint("GET", "/stats", "Stats", "Server-wide job statistics", "monitoring"),
+    Endpoint("GET", "/cluster", "ClusterOverview",
+             "Brokers, workers and PostgreSQL health (xmin, dead tuples, sizes)", "monitoring"),
+    Endpoint("GET", "/figures", "AlertFigures",
+             "Per queue: oldest waiting / retrying job, DLQ by reason, saturation",
+             "monitoring", query=(_p("queue", "string", "only this queue"),)),
 )
 # fmt: on
 
