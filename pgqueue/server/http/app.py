@@ -221,6 +221,8 @@ def _system_handlers(state: HttpState) -> dict[str, Handler]:
         "openapi": openapi,
         "docs": docs,
         "events": events,
+        "ui": console.serve_index,
+        "ui_asset": console.serve_asset,
     }
 
 
@@ -251,9 +253,6 @@ def build_app(state: HttpState) -> Starlette:
         if extra.handler == "events" and served.methods is not None:
             served.methods.discard("HEAD")  # a HEAD must not open a stream
         routes.append(served)
-    routes.append(Route(console.MOUNT, console.serve_index, methods=["GET"]))
-    routes.append(Route(console.MOUNT + "/", console.serve_index, methods=["GET"]))
-    routes.append(Route(console.MOUNT + "/{path:path}", console.serve_asset, methods=["GET"]))
     return Starlette(
         routes=routes,
         exception_handlers={HTTPException: _http_error, Exception: _http_error},

@@ -327,5 +327,11 @@ SYSTEM_ROUTES: tuple[SystemRoute, ...] = (
     SystemRoute("GET", "/openapi.json", "openapi", "This API as OpenAPI 3", "docs", "never"),
     SystemRoute("GET", "/docs", "docs", "This API as an HTML page", "docs", "never",
                 "text/html"),
+    SystemRoute("GET", "/ui", "ui", "The built-in dashboard (redirects to /ui/)", "dashboard",
+                "never", "text/html"),
+    SystemRoute("GET", "/ui/", "ui", "The built-in dashboard (sign-in with a token)",
+                "dashboard", "never", "text/html"),
+    SystemRoute("GET", "/ui/{path:path}", "ui_asset", "The dashboard's static files",
+                "dashboard", "never", "text/javascript"),
 )
 # fmt: on
