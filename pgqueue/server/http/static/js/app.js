@@ -53,6 +53,7 @@ function startStream() {
     onState: streamState,
   });
   stream.start();
+  window.pgqueueStream = stream; // for the browser tests and a curious operator's console
 }
 
 function route() {

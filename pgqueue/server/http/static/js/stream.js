@@ -10,6 +10,7 @@ import { authHeaders } from "./api.js";
 
 const RETRY_MIN_MS = 250;
 const RETRY_MAX_MS = 5000;
+const RECENT = 500;
 
 export class EventStream {
   constructor(path, { onEvent, onState }) {
@@ -19,6 +20,7 @@ export class EventStream {
     this.lastId = null;
     this.reconnects = 0;
     this.received = 0;
+    this.recent = []; // the last RECENT events received (what a reader can check)
     this.controller = null;
     this.stopped = false;
   }
@@ -108,6 +110,8 @@ export class EventStream {
     }
     const event = frame && frame.event ? frame.event : frame;
     this.received += 1;
+    this.recent.push({ id, type: event.eventType, jobId: event.jobId, queue: event.queue });
+    if (this.recent.length > RECENT) this.recent.shift();
     this.onEvent(event, this);
   }
 }
