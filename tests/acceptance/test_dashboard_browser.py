@@ -96,6 +96,31 @@ async def test_the_overview_follows_pushes_without_a_reload_and_a_failed_job_is_
         await queue.close()
 
 
+async def test_a_part_that_fails_to_load_says_unavailable_never_empty(
+    brokers: BrokerFactory,
+) -> None:
+    """Cron and limits answer errors on this broker (not supported yet / no route): the
+    pages name the failure; once the broker is gone, the overview says so too."""
+    broker = guarded(brokers, "ui-u")
+    base = f"http://127.0.0.1:{broker.http_port}"
+    async with httpx.AsyncClient(base_url=base, headers=AUTH) as http:
+        await http.post("/queues/plain/jobs", json={"name": "n", "data": 1})
+    async with browser_page() as page:
+        await sign_in(page, base)
+        for hash_, box in (("cron", "crons"), ("limits", "limits"), ("queue/plain", "queue-cron")):
+            await page.goto(f"{base}/ui/#/{hash_}")
+            part = page.get_by_test_id(box)
+            await part.get_by_test_id("unavailable").first.wait_for(timeout=15_000)
+            assert await part.get_by_test_id("empty").count() == 0
+            assert "unavailable" in await part.inner_text()
+        broker.kill()
+        await page.evaluate("location.hash = '#/overview'")  # the page stays, its broker went
+        queues = page.get_by_test_id("queues")
+        await queues.get_by_test_id("unavailable").wait_for(timeout=15_000)
+        assert "the broker did not answer" in await queues.inner_text()
+        assert await queues.get_by_test_id("empty").count() == 0
+
+
 async def test_the_event_stream_resumes_on_the_other_broker_with_no_gap(
     brokers: BrokerFactory,
 ) -> None:
