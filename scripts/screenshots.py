@@ -215,7 +215,6 @@ async def add_webhook(http: int) -> None:
 
 
 async def main_async(out: Path, dsn: str | None) -> None:
-    out.mkdir(parents=True, exist_ok=True)
     logs = Path(tempfile.mkdtemp(prefix="pgqueue-shots-logs-"))
     with database(dsn) as url, broker(url, "broker-1", logs) as (tcp_a, http_a):
         with broker(url, "broker-2", logs) as (tcp_b, _):
@@ -231,6 +230,7 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=ROOT / "docs" / "images")
     parser.add_argument("--dsn", default=None, help="PostgreSQL (default: an embedded one)")
     args = parser.parse_args()
+    args.out.mkdir(parents=True, exist_ok=True)
     asyncio.run(main_async(args.out.resolve(), args.dsn))
 
 
