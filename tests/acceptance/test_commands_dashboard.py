@@ -10,6 +10,7 @@ import httpx
 import pytest
 
 from pgqueue.client.connection import Connection
+from pgqueue.testing import eventually
 from tests.acceptance.command_support import Pair, assert_refused, dead_letter, pull, push
 from tests.acceptance.conftest import BrokerFactory
 
@@ -100,3 +101,27 @@ async def test_bad_dashboard_commands_get_a_clear_error(
     pair: Pair, clients: Clients, message: dict[str, object], error: str
 ) -> None:
     await assert_refused(pair, clients, message, error)
+
+
+async def test_every_broker_reports_its_listen_and_projection_status(
+    brokers: BrokerFactory,
+) -> None:
+    """What only a broker knows (LISTEN or poll-only, projection staleness) reaches the
+    others through its session row: broker b lists a's, and a poll-only broker says so."""
+    brokers.start("a", "--session-heartbeat-ms", "500")
+    b = brokers.start("b", "--poll-only", "--session-heartbeat-ms", "500")
+    conn = await Connection.open("127.0.0.1", b.tcp_port)
+    try:
+
+        async def both_reported() -> dict[str, dict[str, object]] | None:
+            rows = (await conn.call("ListBrokers"))["brokers"]
+            status = {r["brokerId"]: r["status"] for r in rows if r["brokerId"] in ("a", "b")}
+            return status if len(status) == 2 and all(status.values()) else None
+
+        status = await eventually(both_reported, timeout=20)
+    finally:
+        await conn.close()
+    assert status["a"]["listening"] is True and status["a"]["pollOnly"] is False
+    assert status["b"]["pollOnly"] is True and status["b"]["listening"] is False
+    assert status["a"]["projection"] is True
+    assert isinstance(status["a"]["projectionStalenessMs"], int | None)

@@ -23,9 +23,9 @@ from __future__ import annotations
 from typing import Any
 
 from pgqueue.manager.dlq.policy import MAX_LIST_LIMIT
-from pgqueue.server.host import BrokerHost
 from pgqueue.server.registry import CommandGroup
 from pgqueue.server.request import Request
+from pgqueue.server.status_report import broker_self_status
 
 group = CommandGroup()
 command = group.command
@@ -50,24 +50,6 @@ async def alert_figures(req: Request) -> dict[str, Any]:
     f = req.fields
     queues = [f.queue()] if f.has("queue") else None
     return {"queues": await req.manager.alert_figures(queues)}
-
-
-def broker_self_status(broker: BrokerHost) -> dict[str, Any]:
-    """What the answering broker knows only of itself."""
-    manager = broker.manager
-    projection = broker.projection
-    staleness = projection.staleness_ms() if projection is not None else None
-    elector = manager.elector
-    return {
-        "brokerId": manager.broker_id,
-        "pollOnly": manager.config.poll_only,
-        "listening": (not manager.config.poll_only) and manager.notifier.connected.is_set(),
-        "listenReconnects": manager.notifier.reconnects,
-        "projection": projection is not None,
-        "projectionStalenessMs": None if staleness is None else round(staleness),
-        "leader": elector is not None and elector.is_leader.is_set(),
-        "draining": broker.draining,
-    }
 
 
 @command("ClusterOverview")

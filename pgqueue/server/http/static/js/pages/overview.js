@@ -133,7 +133,7 @@ export function render(main, { subscribe }) {
     if (!alive) return;
     const self = data.self;
     const brokers = data.brokers.map((b) => {
-      const mine = b.self ? self : null;
+      const mine = b.self ? self : b.status; // the others' as they last reported it
       return h(
         "tr",
         { "data-broker": b.brokerId },
@@ -177,7 +177,7 @@ export function render(main, { subscribe }) {
       ));
     replace(
       clusterBox,
-      h("p", { class: "muted" }, "Read at ", timeEl(Date.now()), ` (every ${CLUSTER_EVERY_MS / 1000} s). LISTEN and projection staleness are known only to the broker serving this page.`),
+      h("p", { class: "muted" }, "Read at ", timeEl(Date.now()), ` (every ${CLUSTER_EVERY_MS / 1000} s). Wake-ups and projection staleness: as each broker last reported them (every session heartbeat); live for the broker serving this page.`),
       h("h3", {}, "Brokers"),
       table("Brokers", ["Broker", "Session", "Session age", "Heartbeat", "Maintenance", "Draining", "Wake-ups", "Projection staleness", "Process"], brokers, { "data-testid": "broker-table" }),
       h("h3", {}, "Workers"),
