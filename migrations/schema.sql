@@ -58,7 +58,8 @@ CREATE TABLE public.pgqueue_brokers (
     pid integer,
     host_key text,
     process_start bigint,
-    draining_since timestamp with time zone
+    draining_since timestamp with time zone,
+    status jsonb
 );
 
 CREATE TABLE public.pgqueue_dependencies (

@@ -5,7 +5,10 @@ its counts start from one snapshot and then move with every event
 (:mod:`pgqueue.cli.top_model`), so a quiet cluster costs nothing.  Queues are
 discovered with one ``ListQueues`` every ``--discover-s``; a queue's counts are
 read again after a bulk change (drain, clean, obliterate, a gap in its
-events) and every ``--resync-s`` against drift.  Ctrl-C ends it.  ``--json``
+events) and every ``--resync-s`` against drift.  The alert figures (age of the
+oldest waiting job and of the oldest in retry, the DLQ by reason, worker slots
+busy against registered, active jobs against the concurrency limit, rate-limit
+throttling) are read with one ``AlertFigures`` every 2 s at most.  Ctrl-C ends it.  ``--json``
 prints one JSON line per refresh instead (for scripts; ``--frames`` bounds it).
 """
 
@@ -30,7 +33,49 @@ from pgqueue.client import Admin, QueueEvents
 
 __all__ = ["register"]
 
-COLUMNS = ["queue", "state", "waiting", "delayed", "active", "completed", "failed", *RATE_COLUMNS]
+COLUMNS = [
+    "queue",
+    "state",
+    "waiting",
+    "delayed",
+    "active",
+    "completed",
+    "failed",
+    *RATE_COLUMNS,
+    "oldest wait",
+    "oldest retry",
+    "dlq",
+    "slots busy",
+    "active/limit",
+]
+
+FIGURE_KEYS = (
+    "oldestWaitingMs",
+    "oldestRetryMs",
+    "dlq",
+    "dlqTotal",
+    "concurrencyLimit",
+    "workerSlots",
+    "workerSlotsBusy",
+    "rateLimited",
+)
+FIGURES_EVERY_S = 2.0  # AlertFigures is one set-based statement: read it every 2 s at most
+
+
+def _figure_cells(f: dict[str, Any] | None) -> list[str]:
+    """The alert columns of one queue ("-": not read yet; a limit of none shows as -)."""
+    if f is None:
+        return ["-"] * 5
+    limit = f.get("concurrencyLimit")
+    reasons = ", ".join(f"{r} {n}" for r, n in sorted((f.get("dlq") or {}).items()))
+    return [
+        duration(f.get("oldestWaitingMs")),
+        duration(f.get("oldestRetryMs")),
+        f"{f.get('dlqTotal', 0)}" + (f" ({reasons})" if reasons else ""),
+        f"{f.get('workerSlotsBusy', 0)}/{f.get('workerSlots', 0)}",
+        f"{f.get('active', 0)}/{'-' if limit is None else limit}"
+        + (" throttled" if f.get("rateLimited") else ""),
+    ]
 
 
 class Top:
@@ -44,6 +89,8 @@ class Top:
         self._synced_at: dict[str, float] = {}
         self._streams: dict[str, QueueEvents] = {}
         self._tasks: list[asyncio.Task[None]] = []
+        self.figures: dict[str, dict[str, Any]] = {}
+        self._figures_at = 0.0
 
     async def discover(self) -> None:
         for name in await self.admin.get_queues():
@@ -71,7 +118,15 @@ class Top:
         self.rows[name].reset(counts, bool(counts.get("paused")))
         self._synced_at[name] = time.monotonic()
 
+    async def refresh_figures(self) -> None:
+        now = time.monotonic()
+        if now - self._figures_at < FIGURES_EVERY_S:
+            return
+        self._figures_at = now
+        self.figures = {f["queue"]: f for f in await self.admin.get_alert_figures()}
+
     async def refresh_stale(self) -> None:
+        await self.refresh_figures()
         now = time.monotonic()
         for name, row in self.rows.items():
             if row.stale or now - self._synced_at.get(name, 0) >= self.resync_s:
@@ -79,7 +134,15 @@ class Top:
 
     def snapshot(self) -> list[dict[str, Any]]:
         now = time.monotonic()
-        return [self.rows[name].row(now) for name in sorted(self.rows)]
+        rows = []
+        for name in sorted(self.rows):
+            row = self.rows[name].row(now)
+            f = self.figures.get(name)
+            if f is not None:
+                for key in FIGURE_KEYS:
+                    row[key] = f.get(key)
+            rows.append(row)
+        return rows
 
     def render(self) -> Table:
         rows = []
@@ -100,6 +163,7 @@ class Top:
                     duration(r["waitP95Ms"]),
                     duration(r["runP50Ms"]),
                     duration(r["runP95Ms"]),
+                    *_figure_cells(self.figures.get(r["queue"])),
                 ]
             )
         title = (

@@ -114,6 +114,12 @@ class Admin(TransportOwner):
         """DLQ statistics of every queue together (``byQueue`` splits them)."""
         return await (await self.transport()).get_dlq_stats(None)
 
+    async def get_alert_figures(self, queue: str | None = None) -> list[dict[str, Any]]:
+        """The figures an operator alerts on, per queue (one, or every queue): the age
+        of the oldest waiting job and of the oldest in retry, the DLQ by reason, active
+        jobs against the concurrency limit, worker slots busy against registered."""
+        return await (await self.transport()).alert_figures(queue)
+
     async def get_dlq_audit(self, limit: int = 100) -> list[dict[str, Any]]:
         """The newest audited DLQ operations of every queue, newest first."""
         return await (await self.transport()).get_dlq_audit(None, limit)

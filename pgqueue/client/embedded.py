@@ -285,6 +285,9 @@ class EmbeddedTransport:
     async def list_brokers(self) -> list[dict[str, Any]]:
         return await self.manager.list_brokers()
 
+    async def alert_figures(self, queue: str | None) -> list[dict[str, Any]]:
+        return await self.manager.alert_figures(None if queue is None else [queue])
+
     # -- events --------------------------------------------------------------------------
 
     async def events(self, queue: str, after: str | None) -> AsyncIterator[TransportEvent]:

@@ -633,6 +633,10 @@ class TcpTransport:
     async def list_brokers(self) -> list[dict[str, Any]]:
         return list((await self._call("ListBrokers", {}, read=True))["brokers"])
 
+    async def alert_figures(self, queue: str | None) -> list[dict[str, Any]]:
+        fields = {} if queue is None else {"queue": validate_queue_name(queue)}
+        return list((await self._call("AlertFigures", fields, read=True))["queues"])
+
     # -- events --------------------------------------------------------------------------
 
     def events(self, queue: str, after: str | None) -> AsyncIterator[TransportEvent]:

@@ -264,6 +264,12 @@ class Transport(Protocol):
         draining, leader, ...}``); an embedded client's own session is one of them."""
         ...
 
+    async def alert_figures(self, queue: str | None) -> list[dict[str, Any]]:
+        """Per queue (one, or all) the figures an operator alerts on (``AlertFigures``:
+        ``{queue, oldestWaitingMs, oldestRetryMs, dlq, active, concurrencyLimit,
+        workerSlots, workerSlotsBusy, rateLimited, ...}``)."""
+        ...
+
     # events
     def events(self, queue: str, after: str | None) -> AsyncIterator[TransportEvent]:
         """Events of ``queue`` from now on (or after a cursor), resuming across

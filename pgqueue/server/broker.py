@@ -30,6 +30,7 @@ from pgqueue.server.groupcommit import Coalescer
 from pgqueue.server.metrics import BrokerMetrics
 from pgqueue.server.request import ClientState
 from pgqueue.server.settings import BrokerSettings
+from pgqueue.server.status_report import StatusReporter, broker_self_status
 from pgqueue.server.tcp import TcpServer
 from pgqueue.server.wire import event_to_wire
 from pgqueue.service import Service
@@ -68,6 +69,7 @@ class Broker:
         self.http: Any = None
         self.metrics: BrokerMetrics = BrokerMetrics(self)
         self.projection: Projection | None = None
+        self.status_reporter = StatusReporter(self)
         self.stopped = asyncio.Event()
 
     # -- auth ----------------------------------------------------------------
@@ -153,7 +155,7 @@ class Broker:
     def services(self) -> list[Service]:
         """Every supervised long-lived service of this broker (health, metrics)."""
         projection = [self.projection] if self.projection is not None else []
-        return [*self.manager.services(), *projection]
+        return [*self.manager.services(), *projection, self.status_reporter]
 
     # -- metrics hook --------------------------------------------------------------
 
@@ -172,6 +174,7 @@ class Broker:
             )
             self.projection.listeners.append(self.metrics.observe_event)
             await self.projection.start()
+            await self.status_reporter.start()
             await self.tcp.start(self.settings.host, self.settings.tcp_port)
             if self.settings.enable_http:
                 from pgqueue.server.http.server import HttpServer
@@ -179,6 +182,7 @@ class Broker:
                 self.http = HttpServer(self)
                 await self.http.start(self.settings.host, self.settings.http_port)
         except BaseException:
+            await self.status_reporter.stop()
             await self.manager.close()
             raise
         log.info(
@@ -209,6 +213,9 @@ class Broker:
                 await coalescer.close()
         if self.http is not None:
             await self.http.stop()
+        with contextlib.suppress(Exception):  # its last word: draining
+            await self.manager.report_status(broker_self_status(self))
+        await self.status_reporter.stop()
         if self.projection is not None:
             await self.projection.stop()
         self.metrics.up.set(0)

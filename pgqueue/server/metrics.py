@@ -209,6 +209,67 @@ class BrokerMetrics:
         if broker is not None:
             tcp = broker.tcp
             self.connections.labels("tcp").set_function(lambda: len(tcp.connections))
+        self.table_bytes = Gauge(
+            "pgqueue_table_bytes", "On-disk size per table, indexes included", ["table"], registry=r
+        )
+        # -- the figures an operator alerts on (manager/control/figures.py) --
+        self.oldest_waiting = Gauge(
+            "pgqueue_queue_oldest_waiting_seconds",
+            "How long the oldest waiting job has waited since it became due (0: none waits)",
+            ["queue"],
+            registry=r,
+        )
+        self.oldest_retry = Gauge(
+            "pgqueue_queue_oldest_retry_seconds",
+            "Age of the oldest job in retry, since its first attempt began (0: none)",
+            ["queue"],
+            registry=r,
+        )
+        self.dlq_entries = Gauge(
+            "pgqueue_dlq_entries",
+            "Dead-lettered jobs by queue and reason",
+            ["queue", "reason"],
+            registry=r,
+        )
+        self.active_jobs = Gauge(
+            "pgqueue_queue_active_jobs",
+            "Active jobs of the queue (every broker)",
+            ["queue"],
+            registry=r,
+        )
+        self.concurrency_limit = Gauge(
+            "pgqueue_queue_concurrency_limit",
+            "The queue's concurrency limit (absent: no limit)",
+            ["queue"],
+            registry=r,
+        )
+        self.worker_slots = Gauge(
+            "pgqueue_worker_slots",
+            "Concurrency slots of the live workers registered for the queue",
+            ["queue"],
+            registry=r,
+        )
+        self.worker_slots_busy = Gauge(
+            "pgqueue_worker_slots_busy",
+            "Slots busy (active jobs of their last heartbeat) of those workers",
+            ["queue"],
+            registry=r,
+        )
+        self.rate_limit = Gauge(
+            "pgqueue_queue_rate_limit",
+            "The queue's rate limit, jobs per window (absent: no limit)",
+            ["queue"],
+            registry=r,
+        )
+        self.rate_limited = Gauge(
+            "pgqueue_queue_rate_limited",
+            "1 while the queue's rate window is full (claims wait), 0 otherwise",
+            ["queue"],
+            registry=r,
+        )
+        self.queue_paused = Gauge(
+            "pgqueue_queue_paused", "1 while the queue is paused", ["queue"], registry=r
+        )
         self.up = Gauge("pgqueue_up", "1 while the broker serves", registry=r)
         self.up.set(1)
         if broker is not None:
@@ -305,6 +366,41 @@ class BrokerMetrics:
         self.outbox_lag.set(oldest)
         if self.bunqueue is not None:
             await self.bunqueue.refresh()
+        for row in await db.fetch(Q.table_sizes):
+            self.table_bytes.labels(row["table_name"]).set(row["bytes"])
+        self.set_figures(await manager.alert_figures())
+
+    def set_figures(self, figures: list[dict[str, Any]]) -> None:
+        """The per-queue alert gauges from ``AlertFigures`` rows (a queue gone drops out)."""
+        gauges = (
+            self.oldest_waiting,
+            self.oldest_retry,
+            self.dlq_entries,
+            self.active_jobs,
+            self.concurrency_limit,
+            self.worker_slots,
+            self.worker_slots_busy,
+            self.rate_limit,
+            self.rate_limited,
+            self.queue_paused,
+        )
+        for gauge in gauges:
+            gauge.clear()
+        for f in figures:
+            q = f["queue"]
+            self.oldest_waiting.labels(q).set((f["oldestWaitingMs"] or 0) / 1000)
+            self.oldest_retry.labels(q).set((f["oldestRetryMs"] or 0) / 1000)
+            for reason, n in f["dlq"].items():
+                self.dlq_entries.labels(q, reason).set(n)
+            self.active_jobs.labels(q).set(f["active"])
+            if f["concurrencyLimit"] is not None:
+                self.concurrency_limit.labels(q).set(f["concurrencyLimit"])
+            self.worker_slots.labels(q).set(f["workerSlots"])
+            self.worker_slots_busy.labels(q).set(f["workerSlotsBusy"])
+            if f["rateLimit"] is not None:
+                self.rate_limit.labels(q).set(f["rateLimit"])
+                self.rate_limited.labels(q).set(1 if f["rateLimited"] else 0)
+            self.queue_paused.labels(q).set(1 if f["paused"] else 0)
 
     def render(self) -> bytes:
         """The Prometheus text exposition (pgqueue's series, then bunqueue's names)."""

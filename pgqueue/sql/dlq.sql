@@ -75,7 +75,8 @@ LIMIT :limit OFFSET :offset
 
 -- name: dlq_count
 -- Parameters: :namespace, :queue, the selection :job_ids, :reason, :older_than_ms,
--- :newer_than_ms, :retriable, :expired, and :default_config.
+-- :newer_than_ms, :retriable, :expired, and :default_config, :now (the clock the
+-- selection is judged at; NULL: the database clock).
 -- How many dead-letter entries of queue :queue of :namespace the selection holds
 -- (as dlq_list would list them with no page): the ``total`` beside a page.
 SELECT count(*)::bigint

@@ -108,3 +108,38 @@ async def test_top_follows_the_queues_from_their_events(
     finally:
         process.terminate()
         await process.wait()
+
+
+async def test_top_shows_the_alert_figures_of_each_queue(
+    sdk: SDK, connection: str, queue_name: str
+) -> None:
+    """The oldest waiting job's age, the DLQ by reason, worker slots (both transports)."""
+    queue = sdk.queue()
+
+    async def boom(job: Job) -> None:
+        raise RuntimeError("boom")
+
+    await queue.add("dies", {}, attempts=1)
+    worker = sdk.worker(boom, concurrency=2)
+
+    async def dead_lettered() -> bool | None:
+        return (await queue.get_counts()).get("failed") == 1 or None
+
+    await eventually(dead_lettered, timeout=20)
+    await worker.close()
+    await queue.add("waits-too", {})
+
+    async def frame() -> dict[str, Any] | None:
+        ran = await run_cli("top", "--json", "--frames", "1", connection=connection)
+        rows = {r["queue"]: r for r in json.loads(ran.out.splitlines()[-1])["queues"]}
+        row = rows.get(queue_name)
+        return row if row and row.get("oldestWaitingMs") is not None else None
+
+    row = await eventually(frame, timeout=30)
+    assert row["oldestWaitingMs"] > 0
+    assert row["dlqTotal"] == 1 and sum(row["dlq"].values()) == 1
+    assert row["oldestRetryMs"] is None
+    assert row["concurrencyLimit"] is None  # no limit (or no limits schema)
+    assert row["workerSlots"] >= 0 and row["workerSlotsBusy"] >= 0
+    table = await run_cli("top", "--frames", "1", connection=connection)
+    assert "oldest wait" in table.out and "slots busy" in table.out

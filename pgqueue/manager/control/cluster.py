@@ -10,17 +10,19 @@ from __future__ import annotations
 
 from typing import Any
 
+from pgqueue import jsontext
 from pgqueue.db.queries import Q
 from pgqueue.manager.context import EngineContext
 
-__all__ = ["MAINTENANCE_SEAT", "list_brokers", "mark_draining"]
+__all__ = ["MAINTENANCE_SEAT", "list_brokers", "mark_draining", "report_status"]
 
 MAINTENANCE_SEAT = "maintenance"
 
 
 async def list_brokers(ctx: EngineContext) -> list[dict[str, Any]]:
     """``[{brokerId, sessionId, hostname, pid, startedAt, heartbeatAt, silentMs, live,
-    draining, drainingSince, leader, self}]`` ordered by broker id (times in ms)."""
+    draining, drainingSince, leader, self, status}]`` ordered by broker id (times in
+    ms); ``status`` is what the broker last reported of itself (``report_status``)."""
     rows = await ctx.db.fetch(
         Q.broker_overview, ctx.namespace, ctx.config.session_stale_ms, MAINTENANCE_SEAT
     )
@@ -38,9 +40,17 @@ async def list_brokers(ctx: EngineContext) -> list[dict[str, Any]]:
             "drainingSince": row["draining_since"],
             "leader": bool(row["leader"]),
             "self": row["session_id"] == ctx.session_id,
+            "status": jsontext.loads(row["status"]) if row["status"] is not None else None,
         }
         for row in rows
     ]
+
+
+async def report_status(ctx: EngineContext, status: dict[str, Any]) -> None:
+    """Write this session's own status (a JSON object) on its broker row."""
+    await ctx.db.execute(
+        Q.broker_status_report, ctx.namespace, ctx.session_id, jsontext.dumps(status)
+    )
 
 
 async def mark_draining(ctx: EngineContext) -> None:

@@ -14,7 +14,7 @@ and :mod:`~pgqueue.manager.control.workers` (the registry).
 from __future__ import annotations
 
 from pgqueue.manager.base import ManagerBase
-from pgqueue.manager.control import cluster, dedup_keys, flow_edits, listings, workers
+from pgqueue.manager.control import cluster, dedup_keys, figures, flow_edits, listings, workers
 from pgqueue.manager.control import jobs as job_control
 from pgqueue.manager.control import moves as job_moves
 from pgqueue.manager.control import progress as progress_flows
@@ -88,3 +88,10 @@ class ControlOps(ManagerBase):
 
     list_brokers = forward(cluster.list_brokers)
     mark_draining = forward(cluster.mark_draining)
+    report_status = forward(cluster.report_status)
+
+    # -- the figures an operator alerts on -------------------------------------------
+
+    alert_figures = forward(figures.alert_figures)
+    postgres_health = forward(figures.postgres_health)
+    job_inspect = forward(figures.job_inspect)

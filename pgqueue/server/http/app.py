@@ -29,7 +29,7 @@ from starlette.websockets import WebSocket
 
 from pgqueue.errors import PgQueueError, ValidationError
 from pgqueue.server.dispatch import dispatch
-from pgqueue.server.http import debug, health
+from pgqueue.server.http import console, debug, health
 from pgqueue.server.http.auth import authenticate
 from pgqueue.server.http.binding import Endpoint, build_command
 from pgqueue.server.http.body import BodyError, is_json, read_json_object
@@ -300,6 +300,8 @@ def _system_handlers(state: HttpState) -> dict[str, Handler]:
         "health": bunqueue_health,
         "gc": gc,
         "heapstats": heapstats,
+        "ui": console.serve_index,
+        "ui_asset": console.serve_asset,
     }
 
 

@@ -184,6 +184,8 @@ ENDPOINTS: tuple[Endpoint, ...] = (
     Endpoint("GET", J + "/children", "GetChildrenValues", "Results of a job's children",
              "jobs"),
     Endpoint("GET", J + "/state", "GetState", "Get a job's state", "jobs"),
+    Endpoint("GET", J + "/inspect", "JobInspect",
+             "Who holds a job's lease, and its state changes in the outbox", "jobs"),
     Endpoint("GET", J + "/result", "GetResult", "Get a job's result", "jobs"),
     Endpoint("PUT", J + "/data", "Update", "Replace a waiting job's data", "jobs",
              body=(_p("data", "any", "the new payload", required=True),)),
@@ -330,6 +332,11 @@ ENDPOINTS: tuple[Endpoint, ...] = (
     Endpoint("GET", "/storage", "StorageStatus", "Storage status", "monitoring"),
     Endpoint("GET", "/stats", "Stats", "Server-wide job statistics", "monitoring",
              shape=_stats),
+    Endpoint("GET", "/cluster", "ClusterOverview",
+             "Brokers, workers and PostgreSQL health (xmin, dead tuples, sizes)", "monitoring"),
+    Endpoint("GET", "/figures", "AlertFigures",
+             "Per queue: oldest waiting / retrying job, DLQ by reason, saturation",
+             "monitoring", query=(_p("queue", "string", "only this queue"),)),
 )
 # fmt: on
 
@@ -392,5 +399,11 @@ SYSTEM_ROUTES: tuple[SystemRoute, ...] = (
     SystemRoute("GET", "/openapi.json", "openapi", "This API as OpenAPI 3", "docs", "never"),
     SystemRoute("GET", "/docs", "docs", "This API as an HTML page", "docs", "never",
                 "text/html"),
+    SystemRoute("GET", "/ui", "ui", "The built-in dashboard (redirects to /ui/)", "dashboard",
+                "never", "text/html"),
+    SystemRoute("GET", "/ui/", "ui", "The built-in dashboard (sign-in with a token)",
+                "dashboard", "never", "text/html"),
+    SystemRoute("GET", "/ui/{path:path}", "ui_asset", "The dashboard's static files",
+                "dashboard", "never", "text/javascript"),
 )
 # fmt: on

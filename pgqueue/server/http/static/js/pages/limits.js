@@ -1,0 +1,44 @@
+// Every queue's limits (GET /queues/{q}/limits) with the live saturation figures.
+
+import { get, q } from "../api.js";
+import { badge, empty, fmtDuration, h, replace, section, table, unavailable } from "../dom.js";
+
+export function render(main) {
+  const box = h("div", { "data-testid": "limits" }, h("p", { class: "muted" }, "Loading…"));
+  main.append(h("h1", {}, "Limits"), section("Rate and concurrency limits", "limits-title", box));
+  let alive = true;
+  (async () => {
+    let names;
+    try {
+      ({ queues: names } = await get("/queues"));
+    } catch (err) {
+      if (alive) replace(box, unavailable("Queues", err));
+      return;
+    }
+    const figures = await get("/figures").then((a) => new Map(a.queues.map((f) => [f.queue, f])), () => new Map());
+    const rows = await Promise.all(names.map(async (name) => {
+      const f = figures.get(name);
+      let cells;
+      try {
+        const { limits } = await get(`/queues/${q(name)}/limits`);
+        cells = [
+          h("td", {}, limits.rateLimit ? `${limits.rateLimit} / window` : "none"),
+          h("td", {}, limits.rateLimitTtl ? fmtDuration(limits.rateLimitTtl) : "—"),
+          h("td", {}, limits.concurrencyLimit ?? "none"),
+          h("td", {}, limits.maxed ? badge("maxed", "warn") : "no"),
+        ];
+      } catch (err) {
+        cells = [h("td", { colspan: 4 }, unavailable("Limits", err))];
+      }
+      return h("tr", { "data-queue": name },
+        h("th", { scope: "row" }, h("a", { href: `#/queue/${q(name)}` }, name)),
+        ...cells,
+        h("td", { class: "num" }, f ? `${f.active}` : "—"),
+        h("td", { class: "num" }, f ? `${f.workerSlotsBusy}/${f.workerSlots}` : "—"));
+    }));
+    if (!alive) return;
+    replace(box, names.length ? table("Limits per queue", ["Queue", "Rate limit", "Expires in", "Concurrency limit", "At the limit", "Active", "Worker slots busy"], rows)
+      : empty("No queue yet."));
+  })();
+  return () => { alive = false; };
+}

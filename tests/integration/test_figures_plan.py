@@ -1,0 +1,142 @@
+"""The alert figures' plans: every read of pgqueue_jobs goes through an index
+(the listing index, in admission order, stopping at the first row), with custom
+and with generic plans; the lease holder and the timeline read one job by key.
+
+The backlog: ~6k jobs in three queues, some delayed, some in retry, some active,
+admitted through the manager; then ANALYZE, then EXPLAIN.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import asyncpg
+import pytest
+
+from pgqueue.config import Config
+from pgqueue.db.queries import Q
+from pgqueue.runtime import PostgresQueueManager
+from tests.conftest import MANAGER_DEFAULTS
+
+NAMESPACE = "figplan"
+QUEUES = ("emails", "sms", "reports")
+
+Plan = dict[str, Any]
+
+
+async def _seed(dsn: str) -> str:
+    settings = {**MANAGER_DEFAULTS, "pool_max_size": 4}
+    manager = PostgresQueueManager(
+        Config(dsn=dsn, namespace=NAMESPACE, broker_id="plan-broker", **settings)
+    )
+    await manager.start()
+    try:
+        for queue in QUEUES:
+            for chunk in range(2):
+                await manager.push_bulk(
+                    queue,
+                    [
+                        {
+                            "name": "job",
+                            "data": {"n": i},
+                            "priority": (i % 3) * 5,
+                            "attempts": 5,
+                            **({"delay": 3_600_000} if i % 10 == 0 else {}),
+                        }
+                        for i in range(chunk * 1000, chunk * 1000 + 1000)
+                    ],
+                )
+            claims = await manager.pull_batch(queue, 60)
+            for claim in claims[:30]:
+                await manager.fail(claim.id, claim.token, "flaky")  # in retry
+        some_job = claims[-1].id
+    finally:
+        await manager.close(release_leases=False)
+    conn = await asyncpg.connect(dsn)
+    try:
+        await conn.execute("ANALYZE pgqueue_jobs")
+        await conn.execute("ANALYZE pgqueue_queues")
+        await conn.execute("ANALYZE pgqueue_events")
+    finally:
+        await conn.close()
+    return some_job
+
+
+@pytest.fixture(scope="module")
+def some_job(db_dsn: str) -> str:
+    return asyncio.run(_seed(db_dsn))
+
+
+def walk(node: Plan) -> Iterator[Plan]:
+    yield node
+    for child in node.get("Plans", []):
+        yield from walk(child)
+
+
+def reads_of(plan: Plan, table: str) -> list[str]:
+    """How ``table`` is read: ``"Index Scan pgqueue_jobs_x"``, ``"Seq Scan"``, ..."""
+    return [
+        f"{n['Node Type']} {n.get('Index Name', '')}".strip()
+        for n in walk(plan)
+        if (n.get("Relation Name") == table and n["Node Type"].endswith("Scan"))
+        or (n["Node Type"] == "Bitmap Index Scan" and n.get("Index Name", "").startswith(table))
+    ]
+
+
+async def explain(dsn: str, mode: str, sql: str, *args: Any) -> Plan:
+    conn = await asyncpg.connect(dsn, server_settings={"plan_cache_mode": mode})
+    try:
+        text = await conn.fetchval("EXPLAIN (FORMAT JSON) " + sql, *args)
+    finally:
+        await conn.close()
+    plan: Plan = json.loads(text)[0]["Plan"]
+    return plan
+
+
+MODES = ["force_custom_plan", "force_generic_plan"]
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_the_queue_figures_read_the_listing_index_only(
+    db_dsn: str, some_job: str, mode: str
+) -> None:
+    plan = await explain(db_dsn, mode, Q.queue_alert_figures.sql, NAMESPACE, list(QUEUES))
+    reads = reads_of(plan, "pgqueue_jobs")
+    assert reads, json.dumps(plan, indent=1)
+    assert all("pgqueue_jobs_listing_idx" in r for r in reads), (reads, json.dumps(plan, indent=1))
+    sorts = [n["Sort Key"] for n in walk(plan) if n["Node Type"] == "Sort"]
+    assert not [key for key in sorts if "created_at" in str(key)], "jobs sorted, not read in order"
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_the_lease_holder_and_timeline_read_one_job_by_key(
+    db_dsn: str, some_job: str, mode: str
+) -> None:
+    lease = await explain(db_dsn, mode, Q.job_lease_holder.sql, NAMESPACE, some_job)
+    assert [r for r in reads_of(lease, "pgqueue_jobs") if r.startswith("Seq")] == []
+    timeline = await explain(db_dsn, mode, Q.job_timeline.sql, NAMESPACE, some_job, 500)
+    reads = reads_of(timeline, "pgqueue_events")
+    assert reads and all("pgqueue_events_job_idx" in r for r in reads), reads
+
+
+async def test_the_plan_check_rejects_figures_without_the_listing_index(
+    db_dsn: str, some_job: str
+) -> None:
+    conn = await asyncpg.connect(db_dsn)
+    try:
+        tx = conn.transaction()
+        await tx.start()
+        try:
+            await conn.execute("DROP INDEX pgqueue_jobs_listing_idx")
+            text = await conn.fetchval(
+                "EXPLAIN (FORMAT JSON) " + Q.queue_alert_figures.sql, NAMESPACE, list(QUEUES)
+            )
+        finally:
+            await tx.rollback()
+    finally:
+        await conn.close()
+    reads = reads_of(json.loads(text)[0]["Plan"], "pgqueue_jobs")
+    assert not all("pgqueue_jobs_listing_idx" in r for r in reads)
