@@ -7,6 +7,7 @@ whoever leads the maintenance.  Tick times are read from the database.
 from __future__ import annotations
 
 import asyncio
+from itertools import pairwise
 from datetime import timedelta
 
 from pgqueue.client.connection import Connection
@@ -81,7 +82,7 @@ async def test_a_cron_every_second_fires_once_per_tick_while_a_broker_is_killed(
     )
     stamps = [r["tick_at"] for r in rows]
     assert len(stamps) >= before + 5
-    gaps = [later - earlier for earlier, later in zip(stamps, stamps[1:], strict=False)]
+    gaps = [later - earlier for earlier, later in pairwise(stamps)]
     assert all(g == timedelta(seconds=1) for g in gaps), f"ticks not one second apart: {gaps}"
     assert all(r["outcome"] == "admitted" and r["job"] == r["job_id"] for r in rows)
     jobs = await sql_value(
