@@ -7,8 +7,8 @@ whoever leads the maintenance.  Tick times are read from the database.
 from __future__ import annotations
 
 import asyncio
-from itertools import pairwise
 from datetime import timedelta
+from itertools import pairwise
 
 from pgqueue.client.connection import Connection
 from pgqueue.testing import eventually
