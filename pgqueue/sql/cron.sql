@@ -151,3 +151,8 @@ USING (SELECT namespace, scheduler, tick_at FROM pgqueue_scheduler_ticks
          AND admitted_at < statement_timestamp() - $2::bigint * interval '1 millisecond'
        LIMIT $3) old
 WHERE t.namespace = old.namespace AND t.scheduler = old.scheduler AND t.tick_at = old.tick_at
+
+-- name: scheduler_tick_job
+-- The job admitted for tick $3 of scheduler $2 (namespace $1); no row: none.
+SELECT t.job_id FROM pgqueue_scheduler_ticks t
+WHERE t.namespace = $1 AND t.scheduler = $2 AND t.tick_at = $3

@@ -291,3 +291,14 @@ async def test_a_repeatable_job_is_the_first_run_of_its_scheduler(
     with pytest.raises(ValidationError, match="cron expression"):
         await manager.push("rp", "bad", {}, repeat={"pattern": "nope"})
     assert len(await manager.list_schedulers("rp")) == 1, "a refused repeat writes nothing"
+
+
+async def test_pushing_a_pattern_series_twice_admits_one_job_for_its_tick(
+    manager: PostgresQueueManager, db_dsn: str, namespace: str
+) -> None:
+    first = await manager.push("rp2", "yearly", {"v": 1}, repeat={"pattern": "0 0 1 1 *"})
+    second = await manager.push("rp2", "yearly", {"v": 2}, repeat={"pattern": "0 0 1 1 *"})
+    assert second == first, "the tick's job, not a second one"
+    assert await _jobs(db_dsn, namespace, "rp2") == 1
+    [scheduler] = await manager.list_schedulers("rp2")
+    assert scheduler.data == {"v": 2}, "the series takes the new template"

@@ -16,7 +16,9 @@ bunqueue (which admits the successor when the previous one is acked), the
 generations follow the clock, as BullMQ's do, and may overlap (``limit`` and
 ``endDate`` stop them; remove the scheduler to stop it early).  The job's own
 ``jobId`` names the series, not a job: each generation gets its own id.
-A push whose series is already spent (limit reached, end passed) is refused.
+A push of a series whose next tick a previous push already took gets that
+tick's job (no second job for one tick).  A push whose series is already
+spent (limit reached, end passed) is refused.
 """
 
 from __future__ import annotations
@@ -161,7 +163,12 @@ async def _first_generation_in(
         outcome="admitted",
         broker_id=ctx.broker_id,
     )
-    if claimed:
+    if not claimed:
+        # A push of the same series already took this tick: the same job, not a second.
+        existing = await tx.fetchval(Q.scheduler_tick_job, ctx.namespace, scheduler.name, first)
+        if existing is not None:
+            job_id = existing
+    else:
         spent = scheduler.max_limit is not None and scheduler.executions + 1 >= scheduler.max_limit
         anchor = first if scheduler.pattern is None else None
         following = None if spent else next_tick(sched.timing, first, anchor)
