@@ -43,6 +43,7 @@ from pgqueue.manager.context import EngineContext
 from pgqueue.manager.cron.models import Scheduler
 from pgqueue.manager.cron.schedule import Timing, plan_ticks
 from pgqueue.manager.cron.spec import job_template, tick_unique_key
+from pgqueue.manager.options import JobSpec
 from pgqueue.service import Service
 
 __all__ = ["CronTicker", "TickReport", "tick_once"]
@@ -69,7 +70,37 @@ def _timing(s: Scheduler) -> Timing:
     return Timing(s.pattern, s.every_ms, s.timezone, s.start_at, s.end_at)
 
 
-async def _fire_in(tx: Executor, ctx: EngineContext, row: Row, report: TickReport) -> None:
+@dataclass(slots=True)
+class _Fired:
+    """One locked scheduler in a pass: its plan, the ticks it recorded, their jobs."""
+
+    scheduler: Scheduler
+    last_tick: datetime | None
+    next_run: datetime | None
+    claimed: list[Row]
+    template: JobSpec | None = None
+    admitted: int = 0
+
+
+def _template(ctx: EngineContext, s: Scheduler, data_json: str | None) -> JobSpec | None:
+    try:
+        return job_template(
+            s.queue,
+            s.job_name,
+            s.job_options,
+            priority=s.priority,
+            unique_key=tick_unique_key(s.name, s.unique_key, s.prevent_overlap),
+            dedup=s.dedup,
+            data_json=data_json or "null",
+            max_payload_bytes=ctx.config.max_payload_bytes,
+        )
+    except ValidationError as exc:  # a template that no longer passes (settings changed)
+        log.warning("scheduler %s: its job template is refused, tick skipped: %s", s.name, exc)
+        return None
+
+
+async def _claim_in(tx: Executor, ctx: EngineContext, row: Row, report: TickReport) -> _Fired:
+    """Plan one scheduler's ticks and record them (the unique step)."""
     s = Scheduler.from_row(row)
     assert s.next_run_at is not None
     remaining = None if s.max_limit is None else s.max_limit - s.executions
@@ -83,73 +114,57 @@ async def _fire_in(tx: Executor, ctx: EngineContext, row: Row, report: TickRepor
     )
     report.schedulers += 1
     report.dropped += int(plan.dropped)
-    admitted = 0
-    if plan.fire:
-        skip = s.skip_if_no_worker and not row["has_worker"]
-        claimed = await tx.fetch(
-            Q.scheduler_ticks_claim,
-            namespace=ctx.namespace,
-            scheduler=s.name,
-            ticks=plan.fire,
-            job_ids=[None] * len(plan.fire) if skip else uuid7_many(len(plan.fire)),
-            outcome="no-worker" if skip else "admitted",
-            broker_id=ctx.broker_id,
-        )
-        if skip:
-            report.no_worker += len(claimed)
-        elif claimed:
-            admitted = await _admit_ticks(tx, ctx, s, row["data"], claimed, report)
-    await tx.fetchrow(
-        Q.scheduler_advance,
-        ctx.namespace,
-        s.name,
-        admitted,
-        plan.fire[-1] if plan.fire else None,
-        plan.next_run,
-        s.next_run_at,
+    fired = _Fired(s, plan.fire[-1] if plan.fire else None, plan.next_run, [])
+    if not plan.fire:
+        return fired
+    skip = s.skip_if_no_worker and not row["has_worker"]
+    template = None if skip else _template(ctx, s, row["data"])
+    if template is None and not skip:
+        return fired  # a refused template: its ticks pass, nothing is recorded
+    claimed = await tx.fetch(
+        Q.scheduler_ticks_claim,
+        namespace=ctx.namespace,
+        scheduler=s.name,
+        ticks=plan.fire,
+        job_ids=[None] * len(plan.fire) if template is None else uuid7_many(len(plan.fire)),
+        outcome="admitted" if template is not None else "no-worker",
+        broker_id=ctx.broker_id,
     )
+    if template is None:
+        report.no_worker += len(claimed)
+    else:
+        fired.claimed, fired.template = list(claimed), template
+    return fired
 
 
-async def _admit_ticks(
-    tx: Executor,
-    ctx: EngineContext,
-    s: Scheduler,
-    data_json: str | None,
-    claimed: list[Row],
-    report: TickReport,
-) -> int:
-    try:
-        template = job_template(
-            s.queue,
-            s.job_name,
-            s.job_options,
-            priority=s.priority,
-            unique_key=tick_unique_key(s.name, s.unique_key, s.prevent_overlap),
-            dedup=s.dedup,
-            data_json=data_json or "null",
-            max_payload_bytes=ctx.config.max_payload_bytes,
-        )
-    except ValidationError as exc:  # a template that no longer passes (settings changed)
-        log.warning("scheduler %s: its job template is refused, tick skipped: %s", s.name, exc)
-        return 0
-    specs = [replace(template, id=tick["job_id"]) for tick in claimed]
-    ids = await admit_in(ctx, tx, specs)
-    overlapped = [
-        (tick["tick_at"], got)
-        for tick, got in zip(claimed, ids, strict=True)
-        if got != tick["job_id"]
+async def _admit_in(
+    tx: Executor, ctx: EngineContext, batch: list[_Fired], report: TickReport
+) -> None:
+    """Admit the jobs of every recorded tick of the pass in one admission."""
+    specs = [
+        replace(f.template, id=tick["job_id"])
+        for f in batch
+        if f.template is not None
+        for tick in f.claimed
     ]
-    if overlapped:
-        await tx.execute(
-            Q.scheduler_ticks_overlapped,
-            ctx.namespace,
-            s.name,
-            [tick for tick, _ in overlapped],
-            [job for _, job in overlapped],
-        )
-    report.overlapped += len(overlapped)
-    report.admitted += len(claimed) - len(overlapped)
-    return len(claimed) - len(overlapped)
+    if not specs:
+        return
+    ids = iter(await admit_in(ctx, tx, specs))
+    for fired in batch:
+        overlapped = [
+            (tick["tick_at"], got) for tick in fired.claimed if (got := next(ids)) != tick["job_id"]
+        ]
+        if overlapped:
+            await tx.execute(
+                Q.scheduler_ticks_overlapped,
+                ctx.namespace,
+                fired.scheduler.name,
+                [tick for tick, _ in overlapped],
+                [job for _, job in overlapped],
+            )
+        fired.admitted = len(fired.claimed) - len(overlapped)
+        report.overlapped += len(overlapped)
+        report.admitted += fired.admitted
 
 
 async def _tick_in(
@@ -158,8 +173,18 @@ async def _tick_in(
     rows = await tx.fetch(
         Q.scheduler_lock_due, ctx.namespace, BATCH, now, ctx.config.worker_stale_ms
     )
-    for row in rows:
-        await _fire_in(tx, ctx, row, report)
+    batch = [await _claim_in(tx, ctx, row, report) for row in rows]
+    await _admit_in(tx, ctx, batch, report)
+    for fired in batch:
+        await tx.fetchrow(
+            Q.scheduler_advance,
+            ctx.namespace,
+            fired.scheduler.name,
+            fired.admitted,
+            fired.last_tick,
+            fired.next_run,
+            fired.scheduler.next_run_at,
+        )
     return len(rows)
 
 
