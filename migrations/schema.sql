@@ -237,6 +237,44 @@ CREATE TABLE public.pgqueue_queues (
     created_at timestamp with time zone DEFAULT statement_timestamp() NOT NULL
 );
 
+CREATE TABLE public.pgqueue_scheduler_ticks (
+    namespace text COLLATE "C" NOT NULL,
+    scheduler text COLLATE "C" NOT NULL,
+    tick_at timestamp with time zone NOT NULL,
+    job_id text COLLATE "C",
+    outcome text NOT NULL,
+    broker_id text,
+    admitted_at timestamp with time zone DEFAULT statement_timestamp() NOT NULL
+);
+
+CREATE TABLE public.pgqueue_schedulers (
+    namespace text COLLATE "C" NOT NULL,
+    name text COLLATE "C" NOT NULL,
+    queue text COLLATE "C" NOT NULL,
+    job_name text DEFAULT 'default'::text NOT NULL,
+    data json,
+    pattern text,
+    every_ms bigint,
+    timezone text,
+    immediately boolean DEFAULT false NOT NULL,
+    max_limit integer,
+    start_at timestamp with time zone,
+    end_at timestamp with time zone,
+    prevent_overlap boolean DEFAULT true NOT NULL,
+    skip_missed_on_restart boolean DEFAULT true NOT NULL,
+    skip_if_no_worker boolean DEFAULT false NOT NULL,
+    priority integer DEFAULT 0 NOT NULL,
+    unique_key text,
+    dedup jsonb,
+    job_options jsonb DEFAULT '{}'::jsonb NOT NULL,
+    source text DEFAULT 'cron'::text NOT NULL,
+    executions integer DEFAULT 0 NOT NULL,
+    next_run_at timestamp with time zone,
+    last_run_at timestamp with time zone,
+    created_at timestamp with time zone DEFAULT statement_timestamp() NOT NULL,
+    updated_at timestamp with time zone DEFAULT statement_timestamp() NOT NULL
+);
+
 CREATE TABLE public.pgqueue_webhook_cursor (
     namespace text COLLATE "C" NOT NULL,
     xid bigint NOT NULL,
@@ -379,6 +417,27 @@ ALTER TABLE ONLY public.pgqueue_leaders
 ALTER TABLE ONLY public.pgqueue_queues
     ADD CONSTRAINT pgqueue_queues_pkey PRIMARY KEY (namespace, queue);
 
+ALTER TABLE ONLY public.pgqueue_scheduler_ticks
+    ADD CONSTRAINT pgqueue_scheduler_ticks_outcome_check CHECK ((outcome = ANY (ARRAY['admitted'::text, 'overlap'::text, 'no-worker'::text])));
+
+ALTER TABLE ONLY public.pgqueue_scheduler_ticks
+    ADD CONSTRAINT pgqueue_scheduler_ticks_pkey PRIMARY KEY (namespace, scheduler, tick_at);
+
+ALTER TABLE ONLY public.pgqueue_schedulers
+    ADD CONSTRAINT pgqueue_schedulers_check CHECK (((pattern IS NOT NULL) OR (every_ms IS NOT NULL)));
+
+ALTER TABLE ONLY public.pgqueue_schedulers
+    ADD CONSTRAINT pgqueue_schedulers_every_ms_check CHECK ((every_ms > 0));
+
+ALTER TABLE ONLY public.pgqueue_schedulers
+    ADD CONSTRAINT pgqueue_schedulers_max_limit_check CHECK ((max_limit > 0));
+
+ALTER TABLE ONLY public.pgqueue_schedulers
+    ADD CONSTRAINT pgqueue_schedulers_pkey PRIMARY KEY (namespace, name);
+
+ALTER TABLE ONLY public.pgqueue_schedulers
+    ADD CONSTRAINT pgqueue_schedulers_source_check CHECK ((source = ANY (ARRAY['cron'::text, 'repeat'::text])));
+
 ALTER TABLE ONLY public.pgqueue_webhook_cursor
     ADD CONSTRAINT pgqueue_webhook_cursor_pkey PRIMARY KEY (namespace);
 
@@ -441,6 +500,10 @@ CREATE INDEX pgqueue_jobs_listing_idx ON public.pgqueue_jobs USING btree (namesp
 CREATE INDEX pgqueue_jobs_parent_idx ON public.pgqueue_jobs USING btree (namespace, parent_id) WHERE (parent_id IS NOT NULL);
 
 CREATE UNIQUE INDEX pgqueue_jobs_unique_key_idx ON public.pgqueue_jobs USING btree (namespace, queue, unique_key) WHERE (unique_key IS NOT NULL);
+
+CREATE INDEX pgqueue_scheduler_ticks_age_idx ON public.pgqueue_scheduler_ticks USING btree (namespace, admitted_at);
+
+CREATE INDEX pgqueue_schedulers_due_idx ON public.pgqueue_schedulers USING btree (namespace, next_run_at) WHERE (next_run_at IS NOT NULL);
 
 CREATE INDEX pgqueue_webhook_deliveries_due_idx ON public.pgqueue_webhook_deliveries USING btree (namespace, next_attempt_at, id) WHERE (status = ANY (ARRAY['pending'::text, 'delivering'::text]));
 

@@ -54,7 +54,9 @@ class Config:
     outbox reader waits without a NOTIFY; ``poll_only`` turns LISTEN off
     (PgBouncer in transaction mode).  ``webhook_allow_private`` lets webhooks
     reach private, loopback and link-local addresses (the SSRF guard refuses
-    them by default; see docs/webhooks.md).
+    them by default; see docs/webhooks.md).  ``cron_interval_ms`` is how often
+    every broker looks for due scheduler ticks; ``cron_catch_up_max`` bounds the
+    missed ticks a scheduler with ``skipMissedOnRestart: false`` catches up.
     """
 
     dsn: str
@@ -82,6 +84,8 @@ class Config:
     retention_events_ms: int = 86_400_000
     retention_events_per_queue: int = 100_000
     worker_stale_ms: int = 90_000
+    cron_interval_ms: int = 200
+    cron_catch_up_max: int = 1_000
     run_maintenance: bool = True
     webhook_allow_private: bool = False
     unsafe_durability: bool = False
@@ -125,6 +129,8 @@ class Config:
         _at_least("retention_events_ms", self.retention_events_ms, 1_000)
         _at_least("retention_events_per_queue", self.retention_events_per_queue, 1)
         _at_least("worker_stale_ms", self.worker_stale_ms, 1_000)
+        _at_least("cron_interval_ms", self.cron_interval_ms, 10)
+        _at_least("cron_catch_up_max", self.cron_catch_up_max, 1)
         _at_least("statement_cache_size", self.statement_cache_size, 0)
         return self
 

@@ -21,6 +21,7 @@ import click
 from pgqueue._version import __version__
 from pgqueue.cli import (
     cluster_cmd,
+    cron_cmd,
     dlq_cmd,
     jobs_cmd,
     migrate_cmd,
@@ -44,6 +45,7 @@ COMMAND_MODULES: tuple[ModuleType, ...] = (
     dlq_cmd,
     cluster_cmd,
     top_cmd,
+    cron_cmd,
 )
 
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100, "show_default": True}

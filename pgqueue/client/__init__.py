@@ -13,8 +13,15 @@ from pgqueue.client.connect import open_transport
 from pgqueue.client.events import QueueEvent, QueueEvents
 from pgqueue.client.flow import FlowJob, FlowProducer, JobNode
 from pgqueue.client.job import Job
-from pgqueue.client.options import BackoffOptions, DedupOptions, JobOptions, RateLimit
+from pgqueue.client.options import (
+    BackoffOptions,
+    DedupOptions,
+    JobOptions,
+    RateLimit,
+    RepeatOptions,
+)
 from pgqueue.client.queue import BulkJob, Queue
+from pgqueue.client.schedulers import JobScheduler, SchedulerTemplate
 from pgqueue.client.transport import Transport
 from pgqueue.client.worker import Processor, Worker
 
@@ -28,11 +35,14 @@ __all__ = [
     "Job",
     "JobNode",
     "JobOptions",
+    "JobScheduler",
     "Processor",
     "Queue",
     "QueueEvent",
     "QueueEvents",
     "RateLimit",
+    "RepeatOptions",
+    "SchedulerTemplate",
     "Transport",
     "Worker",
     "open_transport",

@@ -20,7 +20,9 @@ from typing import Any
 from pgqueue.client._shared import TransportOwner
 from pgqueue.client.job import Job
 from pgqueue.client.queue import Queue
+from pgqueue.client.schedulers import JobScheduler
 from pgqueue.client.transport import Transport
+from pgqueue.manager.cron.spec import check_scheduler_name
 from pgqueue.vocabulary.names import validate_job_id, validate_queue_name
 
 __all__ = ["Admin", "QueueOverview"]
@@ -123,3 +125,19 @@ class Admin(TransportOwner):
     async def get_dlq_audit(self, limit: int = 100) -> list[dict[str, Any]]:
         """The newest audited DLQ operations of every queue, newest first."""
         return await (await self.transport()).get_dlq_audit(None, limit)
+
+    async def get_schedulers(self, queue: str | None = None) -> list[JobScheduler]:
+        """Cron schedulers of the namespace (of ``queue``), by name."""
+        if queue is not None:
+            validate_queue_name(queue)
+        crons = await (await self.transport()).list_schedulers(queue)
+        return [JobScheduler.from_wire(c) for c in crons]
+
+    async def get_scheduler(self, name: str) -> JobScheduler | None:
+        """The scheduler ``name`` (any queue), or None."""
+        cron = await (await self.transport()).get_scheduler(check_scheduler_name(name))
+        return None if cron is None else JobScheduler.from_wire(cron)
+
+    async def remove_scheduler(self, name: str) -> bool:
+        """Remove scheduler ``name``; False when unknown."""
+        return await (await self.transport()).remove_scheduler(check_scheduler_name(name))

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Any
 
+from pgqueue.client.schedulers import SchedulerInput
 from pgqueue.client.transport import (
     AckRequest,
     FailRequest,
@@ -260,6 +261,24 @@ class EmbeddedTransport:
 
     async def get_dlq_audit(self, queue: str | None, limit: int) -> list[dict[str, Any]]:
         return [record.as_dict() for record in await self.manager.dlq_audit(queue, limit)]
+
+    # -- schedulers ----------------------------------------------------------------------
+
+    async def upsert_scheduler(
+        self, name: str, queue: str, request: SchedulerInput
+    ) -> dict[str, Any]:
+        scheduler = await self.manager.upsert_scheduler(name, queue, **request.engine_fields())
+        return scheduler.as_wire()
+
+    async def get_scheduler(self, name: str) -> dict[str, Any] | None:
+        scheduler = await self.manager.get_scheduler(name)
+        return None if scheduler is None else scheduler.as_wire()
+
+    async def list_schedulers(self, queue: str | None) -> list[dict[str, Any]]:
+        return [s.as_wire() for s in await self.manager.list_schedulers(queue)]
+
+    async def remove_scheduler(self, name: str) -> bool:
+        return await self.manager.remove_scheduler(name)
 
     # -- the namespace as a whole ----------------------------------------------------------
 

@@ -26,6 +26,7 @@ __all__ = [
     "DedupOptions",
     "JobOptions",
     "RateLimit",
+    "RepeatOptions",
     "check_job",
     "merge_options",
 ]
@@ -45,6 +46,23 @@ class DedupOptions(TypedDict, total=False):
     ttl: int
     extend: bool
     replace: bool
+
+
+class RepeatOptions(TypedDict, total=False):
+    """A repeatable job (bunqueue / BullMQ wire names): ``pattern`` (cron, in
+    ``tz``) or ``every`` ms; ``limit`` runs, ``startDate`` / ``endDate`` (ms
+    since the epoch or ISO 8601), ``immediately``, ``count`` (runs already
+    made), ``jobId`` (names the series).  See docs/cron.md."""
+
+    pattern: str
+    every: int
+    tz: str
+    limit: int
+    startDate: float | str
+    endDate: float | str
+    immediately: bool
+    count: int
+    jobId: str
 
 
 class JobOptions(TypedDict, total=False):
@@ -73,6 +91,7 @@ class JobOptions(TypedDict, total=False):
     ignore_dependency_on_failure: bool
     remove_dependency_on_failure: bool
     continue_parent_on_failure: bool
+    repeat: RepeatOptions
 
 
 @dataclass(frozen=True, slots=True)

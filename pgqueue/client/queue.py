@@ -19,8 +19,10 @@ from typing import Any, NotRequired, TypedDict, Unpack
 from pgqueue.client._shared import TransportOwner
 from pgqueue.client.events import QueueEvent, QueueEvents
 from pgqueue.client.job import Job
-from pgqueue.client.options import JobOptions, check_job, merge_options
+from pgqueue.client.options import JobOptions, RepeatOptions, check_job, merge_options
+from pgqueue.client.schedulers import JobScheduler, SchedulerTemplate, scheduler_input
 from pgqueue.client.transport import JobInput, Transport
+from pgqueue.config import MAX_PAYLOAD_BYTES_DEFAULT
 from pgqueue.errors import ConfigError, JobFailed, JobNotFound, ValidationError
 from pgqueue.vocabulary.names import validate_job_id, validate_queue_name
 
@@ -429,6 +431,84 @@ class Queue(TransportOwner):
     async def get_dlq_audit(self, limit: int = 100) -> list[dict[str, Any]]:
         """The newest audited DLQ operations on this queue, newest first."""
         return await (await self.transport()).get_dlq_audit(self.name, limit)
+
+    # -- job schedulers (cron) -------------------------------------------------------------
+
+    async def upsert_job_scheduler(
+        self,
+        scheduler_id: str,
+        repeat: RepeatOptions,
+        template: SchedulerTemplate | None = None,
+        *,
+        prevent_overlap: bool = True,
+        skip_missed_on_restart: bool = True,
+        skip_if_no_worker: bool = False,
+    ) -> JobScheduler:
+        """Create or replace the scheduler ``scheduler_id`` of this queue (BullMQ's
+        ``upsertJobScheduler``): at every tick of ``repeat`` (``pattern`` in ``tz``,
+        or ``every`` ms; ``limit``, ``startDate``, ``endDate``, ``immediately``) it
+        pushes ``template`` (``{name, data, opts}``; ``name`` defaults to the
+        scheduler's id, ``opts`` the queue's default job options merged with the
+        template's).  Each tick fires exactly once, whatever brokers run.
+
+        ``prevent_overlap``: no new tick job while the previous one is live;
+        ``skip_missed_on_restart``: ticks missed while no broker ran collapse into
+        one (False: each is caught up); ``skip_if_no_worker``: a tick with no
+        live worker on the queue pushes nothing.  See docs/cron.md."""
+        job: dict[str, Any] = dict(template or {})
+        job["opts"] = merge_options(self.default_job_options, job.get("opts"))
+        request = scheduler_input(
+            validate_job_id(scheduler_id, "scheduler_id"),
+            self.name,
+            repeat,
+            job,
+            prevent_overlap=prevent_overlap,
+            skip_missed_on_restart=skip_missed_on_restart,
+            skip_if_no_worker=skip_if_no_worker,
+            max_payload_bytes=MAX_PAYLOAD_BYTES_DEFAULT,
+        )
+        transport = await self.transport()
+        return JobScheduler.from_wire(
+            await transport.upsert_scheduler(scheduler_id, self.name, request)
+        )
+
+    async def add_cron(
+        self, name: str, pattern: str, data: Any = None, *, tz: str | None = None
+    ) -> JobScheduler:
+        """A scheduler pushing ``name`` jobs with ``data`` at every tick of ``pattern``."""
+        repeat: RepeatOptions = {"pattern": pattern}
+        if tz is not None:
+            repeat["tz"] = tz
+        return await self.upsert_job_scheduler(name, repeat, {"name": name, "data": data})
+
+    async def every(self, name: str, every_ms: int, data: Any = None) -> JobScheduler:
+        """A scheduler pushing ``name`` jobs with ``data`` every ``every_ms`` ms."""
+        return await self.upsert_job_scheduler(
+            name, {"every": every_ms}, {"name": name, "data": data}
+        )
+
+    async def get_job_scheduler(self, scheduler_id: str) -> JobScheduler | None:
+        """The scheduler ``scheduler_id`` of this queue, or None."""
+        cron = await (await self.transport()).get_scheduler(
+            validate_job_id(scheduler_id, "scheduler_id")
+        )
+        if cron is None or cron.get("queue") != self.name:
+            return None
+        return JobScheduler.from_wire(cron)
+
+    async def get_job_schedulers(self) -> list[JobScheduler]:
+        """The schedulers of this queue, by id."""
+        crons = await (await self.transport()).list_schedulers(self.name)
+        return [JobScheduler.from_wire(c) for c in crons]
+
+    async def remove_job_scheduler(self, scheduler_id: str) -> bool:
+        """Remove the scheduler (jobs it already pushed stay); False when unknown."""
+        transport = await self.transport()
+        scheduler_id = validate_job_id(scheduler_id, "scheduler_id")
+        cron = await transport.get_scheduler(scheduler_id)
+        if cron is None or cron.get("queue") != self.name:
+            return False
+        return await transport.remove_scheduler(scheduler_id)
 
     async def get_workers(self) -> list[dict[str, Any]]:
         """The registered workers that serve this queue."""

@@ -68,6 +68,7 @@ from pgqueue.client.autobatch import AutoBatcher
 from pgqueue.client.connection import Connection, LateAnswer
 from pgqueue.client.pool import Backoff, ConnectionPool, Opener
 from pgqueue.client.remote_errors import remote_error
+from pgqueue.client.schedulers import SchedulerInput
 from pgqueue.client.tcp_events import EventFeeds
 from pgqueue.client.tcp_settings import TcpSettings, parse_url
 from pgqueue.client.transport import (
@@ -78,7 +79,7 @@ from pgqueue.client.transport import (
     Renewal,
     TransportEvent,
 )
-from pgqueue.client.wire_options import flow_entries, job_entry
+from pgqueue.client.wire_options import flow_entries, job_entry, wire_options
 from pgqueue.errors import (
     ConnectionLost,
     IndeterminateCommit,
@@ -600,6 +601,49 @@ class TcpTransport:
         if queue is not None:
             fields["queue"] = queue
         return list((await self._call("DlqAudit", fields, read=True))["records"])
+
+    # -- schedulers ----------------------------------------------------------------------
+
+    async def upsert_scheduler(
+        self, name: str, queue: str, request: SchedulerInput
+    ) -> dict[str, Any]:
+        fields: dict[str, Any] = {
+            "name": name,
+            "queue": queue,
+            "jobName": request.job_name,
+            "data": request.data,
+            "schedule": request.pattern,
+            "repeatEvery": request.every_ms,
+            "timezone": request.timezone,
+            "immediately": request.immediately,
+            "maxLimit": request.limit,
+            "startDate": request.start_date,
+            "endDate": request.end_date,
+            "preventOverlap": request.prevent_overlap,
+            "skipMissedOnRestart": request.skip_missed_on_restart,
+            "skipIfNoWorker": request.skip_if_no_worker,
+            "priority": request.priority,
+            "uniqueKey": request.unique_key,
+            "dedup": None if request.dedup is None else dict(request.dedup),
+            "jobOptions": wire_options(request.job_options, custom_id_key="jobId") or None,
+        }
+        message = {k: v for k, v in fields.items() if v is not None or k == "data"}
+        return dict((await self._call("Cron", message))["cron"])
+
+    async def get_scheduler(self, name: str) -> dict[str, Any] | None:
+        cron = (await self._call("CronGet", {"name": name}, read=True))["cron"]
+        return None if cron is None else dict(cron)
+
+    async def list_schedulers(self, queue: str | None) -> list[dict[str, Any]]:
+        fields = {} if queue is None else {"queue": queue}
+        return [dict(c) for c in (await self._call("CronList", fields, read=True))["crons"]]
+
+    async def remove_scheduler(self, name: str) -> bool:
+        try:
+            await self._call("CronDelete", {"name": name})
+        except JobNotFound:
+            return False
+        return True
 
     # -- the namespace as a whole ----------------------------------------------------------
 

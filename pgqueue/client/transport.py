@@ -18,7 +18,10 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
+
+if TYPE_CHECKING:
+    from pgqueue.client.schedulers import SchedulerInput
 
 __all__ = [
     "AckRequest",
@@ -234,6 +237,21 @@ class Transport(Protocol):
     async def get_dlq_audit(self, queue: str | None, limit: int) -> list[dict[str, Any]]:
         """The newest audited DLQ operations (``{id, at, actor, action, queue, jobIds,
         filter, reason, count}``), newest first."""
+        ...
+
+    # schedulers (cron)
+    async def upsert_scheduler(
+        self, name: str, queue: str, request: SchedulerInput
+    ) -> dict[str, Any]:
+        """Create or replace scheduler ``name``; its wire shape (bunqueue's cron)."""
+        ...
+
+    async def get_scheduler(self, name: str) -> dict[str, Any] | None: ...
+
+    async def list_schedulers(self, queue: str | None) -> list[dict[str, Any]]: ...
+
+    async def remove_scheduler(self, name: str) -> bool:
+        """False when there was no such scheduler."""
         ...
 
     # the namespace as a whole

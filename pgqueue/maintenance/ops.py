@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
+from pgqueue.maintenance.cron_ticker import CronTicker, TickReport, tick_once
 from pgqueue.maintenance.dlq_upkeep import DlqUpkeep, DlqUpkeepReport, dlq_upkeep_once
 from pgqueue.maintenance.leader import LeaderElector
 from pgqueue.maintenance.reaper import Reaper, ReapReport, reap_once
@@ -45,6 +46,10 @@ class MaintenanceOps(ManagerBase):
         return None if self.upkeep is None else self.upkeep.reaper
 
     @property
+    def cron_ticker(self) -> CronTicker | None:
+        return None if self.upkeep is None else self.upkeep.cron
+
+    @property
     def dlq_upkeep(self) -> DlqUpkeep | None:
         return None if self.upkeep is None else self.upkeep.dlq_upkeep
 
@@ -62,6 +67,14 @@ class MaintenanceOps(ManagerBase):
         ``now``: the instant leases and TTLs are judged against (a test moves
         time with it; ``None``, the default, is the database clock)."""
         return await reap_once(self.ctx, now)
+
+    async def cron_tick(self, *, now: datetime | None = None) -> TickReport:
+        """Admit every due scheduler tick now (every broker does this on its own
+        every ``cron_interval_ms``).
+
+        ``now``: the instant schedules are judged against (a test moves time
+        with it; ``None``, the default, is the database clock)."""
+        return await tick_once(self.ctx, now)
 
     async def retention_pass(self, *, now: datetime | None = None) -> RetentionReport:
         """Run one retention pass now (finished jobs, events, dead workers).

@@ -1,7 +1,9 @@
 """The upkeep one engine runs beside it: a leader elector and the services it drives.
 
 The reaper runs on every broker (G6 is "lease + reaper interval"; only its
-purge of stale session rows waits for the leadership); DLQ upkeep,
+purge of stale session rows waits for the leadership), and so does the cron
+ticker (G8: a tick's admission is unique in the database, so no leader is
+needed and a dead one stops no schedule); DLQ upkeep,
 retention and webhook delivery run on the leader.  Built by the composition
 root (:mod:`pgqueue.runtime`) for an engine that runs maintenance; the engine
 sees it as a :class:`~pgqueue.manager.parts.Maintenance`.
@@ -12,6 +14,7 @@ from __future__ import annotations
 import logging
 
 from pgqueue.errors import PgQueueError
+from pgqueue.maintenance.cron_ticker import CronTicker
 from pgqueue.maintenance.dlq_upkeep import DlqUpkeep
 from pgqueue.maintenance.leader import LeaderElector
 from pgqueue.maintenance.reaper import Reaper
@@ -26,17 +29,26 @@ log = logging.getLogger("pgqueue")
 
 
 class MaintenanceServices:
-    """The elector, the reaper, DLQ upkeep, retention and webhook delivery of one engine."""
+    """The elector, the reaper, the cron ticker, DLQ upkeep, retention and webhook
+    delivery of one engine."""
 
     def __init__(self, ctx: EngineContext) -> None:
         self.elector = LeaderElector(ctx.db, ctx.config, ctx.session)
         self.reaper = Reaper(ctx, self.elector)
+        self.cron = CronTicker(ctx, self.elector)
         self.dlq_upkeep = DlqUpkeep(ctx, self.elector)
         self.retention = Retention(ctx, self.elector)
         self.webhook_delivery = WebhookDelivery(ctx, self.elector)
 
     def services(self) -> list[Service]:
-        return [self.elector, self.reaper, self.dlq_upkeep, self.retention, self.webhook_delivery]
+        return [
+            self.elector,
+            self.reaper,
+            self.cron,
+            self.dlq_upkeep,
+            self.retention,
+            self.webhook_delivery,
+        ]
 
     async def start(self) -> None:
         for service in self.services():

@@ -27,6 +27,7 @@ from pgqueue.db.retry import in_transaction
 from pgqueue.errors import DependencyNotFound, DuplicateJob
 from pgqueue.ids import uuid7_many
 from pgqueue.manager.context import EngineContext
+from pgqueue.manager.cron.repeat import schedule_repeats_in
 from pgqueue.manager.options import JobSpec
 
 __all__ = ["CHUNK_SIZE", "admit", "admit_in", "attach_child"]
@@ -177,6 +178,8 @@ async def admit(ctx: EngineContext, specs: Sequence[JobSpec]) -> list[str]:
     """
     if not specs:
         return []
+    if any(s.repeat is not None for s in specs):
+        return await in_transaction(ctx.db, lambda tx: admit_in(ctx, tx, specs))
     plan = _plan(specs)
     ns = ctx.namespace
     if not _needs_transaction(plan):
@@ -188,9 +191,14 @@ async def admit(ctx: EngineContext, specs: Sequence[JobSpec]) -> list[str]:
 
 
 async def admit_in(ctx: EngineContext, tx: Executor, specs: Sequence[JobSpec]) -> list[str]:
-    """Admit ``specs`` on ``tx``, a transaction the caller owns (it commits them)."""
+    """Admit ``specs`` on ``tx``, a transaction the caller owns (it commits them).
+
+    A repeatable job (``repeat``) is admitted as the first run of its
+    scheduler, written on ``tx`` too (:mod:`pgqueue.manager.cron.repeat`)."""
     if not specs:
         return []
+    if any(s.repeat is not None for s in specs):
+        specs = await schedule_repeats_in(ctx, tx, specs)
     return await _admit_in(tx, ctx.namespace, _plan(specs))
 
 

@@ -39,6 +39,7 @@ from pgqueue.manager.bulk import bulk_specs
 from pgqueue.manager.completion import FailItem
 from pgqueue.manager.context import EngineContext
 from pgqueue.manager.control.ops import ControlOps
+from pgqueue.manager.cron.ops import CronOps
 from pgqueue.manager.dlq.ops import DlqOps
 from pgqueue.manager.forwarding import forward
 from pgqueue.manager.models import AckItem, ClaimedJob, ItemOutcome, Job
@@ -67,7 +68,7 @@ def _raise_for(outcome: ItemOutcome) -> None:
     raise LeaseLost(outcome.job_id)
 
 
-class QueueEngine(ControlOps, DlqOps, WebhookOps, ManagerBase):
+class QueueEngine(ControlOps, DlqOps, WebhookOps, CronOps, ManagerBase):
     """The queue engine on PostgreSQL (see the module docstring)."""
 
     def __init__(

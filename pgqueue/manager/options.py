@@ -92,6 +92,7 @@ class JobSpec:
     depends_on: tuple[str, ...] = ()
     created_at_ms: float | None = None
     opts_json: str = "{}"
+    repeat: Mapping[str, Any] | None = None
 
 
 def encode_json(
@@ -249,6 +250,18 @@ def _dedup(reader: _Reader) -> tuple[DedupMode, int | None]:
     return "reject", ttl
 
 
+def _repeat(reader: _Reader) -> dict[str, Any] | None:
+    """``repeat``: a map (its keys and values are checked by the cron flow)."""
+    value = reader.opts.get("repeat")
+    if value is None:
+        return None
+    if not isinstance(value, Mapping) or (
+        value.get("pattern") is None and value.get("every") is None
+    ):
+        raise reader.fail("repeat", "must be a map with a pattern or every")
+    return dict(value)
+
+
 def build_job_spec(
     queue: str,
     name: object,
@@ -322,6 +335,7 @@ def build_job_spec(
         depends_on=depends_on,
         created_at_ms=timestamp,
         opts_json=json.dumps(extras, separators=(",", ":")) if extras else "{}",
+        repeat=_repeat(reader),
     )
 
 

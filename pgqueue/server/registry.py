@@ -26,10 +26,6 @@ Handler = Callable[["Request"], Awaitable[dict[str, Any] | None]]
 # {ok: false, error: "<cmd> is not supported yet"} (listed in docs/protocol.md).
 NOT_YET = frozenset(
     {
-        "Cron",
-        "CronGet",
-        "CronList",
-        "CronDelete",
         "RateLimit",
         "RateLimitClear",
         "SetConcurrency",

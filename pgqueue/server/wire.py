@@ -171,9 +171,39 @@ def job_options_from_wire(fields: Fields, *, custom_id_key: str) -> dict[str, An
         flag = _removal_flag(fields, flag_name)
         if flag is not None:
             opts[engine] = flag
-    if fields.get("repeat") is not None:
-        raise fields.error("repeat", "is not supported yet (repeatable jobs come with cron)")
+    repeat = _repeat(fields)
+    if repeat is not None:
+        opts["repeat"] = repeat
     return opts
+
+
+def _repeat(fields: Fields) -> dict[str, Any] | None:
+    """``repeat{pattern | every, tz?, limit?, count?, startDate?, endDate?, immediately?,
+    offset?, prevMillis?, jobId?}``, type-checked (the cron flow checks the values)."""
+    sub = fields.opt_nested("repeat")
+    if sub is None:
+        return None
+    out: dict[str, Any] = {}
+    for key in ("pattern", "tz", "jobId"):
+        text = sub.opt_str(key, max_len=256)
+        if text is not None:
+            out[key] = text
+    for key in ("every", "limit", "count", "offset", "prevMillis"):
+        number = sub.opt_number(key)
+        if number is not None:
+            out[key] = int(number) if float(number).is_integer() else number
+    for key in ("startDate", "endDate"):
+        value = sub.get(key)
+        if value is None:
+            continue
+        out[key] = value if isinstance(value, str) else sub.number(key, minimum=0)
+    for key in ("immediately", "utc"):
+        flag = sub.opt_bool(key)
+        if flag is not None:
+            out[key] = flag
+    if "pattern" not in out and "every" not in out:
+        raise fields.error("repeat", "needs a pattern or every")
+    return out
 
 
 def job_input_from_wire(fields: Fields, *, custom_id_key: str) -> tuple[str, Any, dict[str, Any]]:

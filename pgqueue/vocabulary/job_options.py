@@ -181,8 +181,9 @@ JOB_OPTIONS: Final[tuple[JobOption, ...]] = (
     _opt("keep_logs", "keepLogs", "integer", "log lines kept", stored="opts", hi=1_000_000),
     _opt("timestamp", "timestamp", "number", "creation time (ms since the epoch)",
          hi=MAX_EPOCH_MS, view=False),
-    _opt(None, "repeat", "object", "repeatable job options (refused: they come with cron)",
-         stored="ignored", transports=_WIRE, view=False),
+    _opt("repeat", "repeat", "object",
+         "repeatable job: {pattern | every, tz, limit, startDate, endDate, immediately, count, "
+         "jobId}; the job becomes the first run of a scheduler (docs/cron.md)", view=False),
     _opt(None, "durable", "boolean", "accepted for bunqueue (every push is durable here)",
          stored="ignored", transports=_WIRE, view=False),
     _opt(None, "debounceId", "text", "accepted for bunqueue (not acted on)", hi=256,
@@ -247,5 +248,4 @@ def camel_hints() -> dict[str, str]:
         if wire is not None and wire != option.python
     }
     hints["parentId"] = "(a FlowProducer)"
-    hints["repeat"] = "(not supported yet)"
     return hints

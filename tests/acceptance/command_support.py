@@ -38,6 +38,8 @@ TABLES = (
     "pgqueue_queues",
     "pgqueue_workers",
     "pgqueue_dependencies",
+    "pgqueue_schedulers",
+    "pgqueue_scheduler_ticks",
 )
 
 

@@ -147,7 +147,10 @@ BAD_COMMANDS = [
         "ACKB tokens length must match ids length",
     ),
     ({"cmd": "NoSuchCommand"}, "Unknown command: NoSuchCommand"),
-    ({"cmd": "Cron", "name": "c", "queue": "q"}, "Cron is not supported yet"),
+    (
+        {"cmd": "Cron", "name": "c", "queue": "q"},
+        "Cron job must have either schedule or repeatEvery",
+    ),
     ({"noCmd": True}, "Invalid command"),
 ]
 

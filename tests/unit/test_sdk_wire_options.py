@@ -35,6 +35,8 @@ CASES: list[dict[str, Any]] = [
     {"parent_id": "p", "children_ids": ["c1", "c2"]},
     {"group_id": "g", "priority": 3},
     {"timestamp": 1_700_000_000_000},
+    {"repeat": {"every": 1000, "limit": 3, "immediately": True}},
+    {"repeat": {"pattern": "*/5 * * * * *", "tz": "Europe/Rome", "jobId": "series"}},
     {
         "fail_parent_on_failure": True,
         "ignore_dependency_on_failure": True,
