@@ -40,7 +40,20 @@ WITH input AS (
                    ELSE j.attempt_log || jsonb_build_array(i.attempt_entry) END AS new_attempt_log,
               j.attempts + i.attempts_inc AS new_attempts,
               CASE WHEN i.outcome = 'completed' THEN coalesce(i.remove, j.remove_on_complete)
-                   ELSE coalesce(i.remove, j.remove_on_fail) END AS removed
+                   ELSE coalesce(i.remove, j.remove_on_fail)
+                        -- removeOnFail never deletes a job a live dependent still waits
+                        -- for (no policy lets it go on): it keeps its DLQ entry
+                        AND NOT (j.has_dependents AND EXISTS (
+                            SELECT 1
+                            FROM pgqueue_dependencies e
+                            JOIN pgqueue_jobs w ON w.namespace = e.namespace AND w.id = e.job_id
+                            CROSS JOIN LATERAL (SELECT
+                                -- include: flow_failure_mode(opts=j.opts, parent=j.parent_id)
+                                AS mode) m
+                            WHERE e.namespace = :namespace AND e.depends_on = j.id
+                              AND (m.mode IS NULL
+                                   OR (m.mode = 'fail' AND w.id IS DISTINCT FROM j.parent_id))))
+              END AS removed
 ), archived AS (
     INSERT INTO pgqueue_finished AS f (
         namespace, id, queue, name, data, state, priority, lifo, created_at, started_at,
@@ -112,7 +125,7 @@ WITH input AS (
     -- include: notify_hint(namespace=:namespace)
 )
 SELECT d.ord, d.id, d.queue, d.outcome, d.has_dependents, d.parent_id, d.parent_queue,
-       d.opts, d.failed_reason
+       d.opts, d.failed_reason, d.error_text AS error
 FROM done d, (SELECT count(*) FROM notified) AS hint
 
 -- name: job_lock_for_failure
@@ -213,6 +226,37 @@ LEFT JOIN pgqueue_finished f ON f.namespace = $1 AND f.id = i.id
 WITH edges AS (
     DELETE FROM pgqueue_dependencies d
     WHERE d.namespace = $1 AND d.depends_on = ANY($2::text[])
+    RETURNING d.job_id
+),
+-- include: dependency_release(namespace=$1)
+SELECT r.id, r.queue, r.state FROM released r, (SELECT count(*) FROM notified) AS hint
+
+-- fragment: flow_failure_mode
+-- The failure policy a job applies when it fails for good ('fail', 'continue',
+-- 'ignore', 'remove' or NULL), from its opts {opts} and parent id {parent}: the
+-- SQL twin of manager/flow_policy.flow_failure_mode (the first option set wins;
+-- 'fail' needs a parent).
+CASE WHEN coalesce(({opts} ->> 'fail_parent_on_failure')::boolean, false)
+          AND {parent} IS NOT NULL THEN 'fail'
+     WHEN coalesce(({opts} ->> 'continue_parent_on_failure')::boolean, false) THEN 'continue'
+     WHEN coalesce(({opts} ->> 'ignore_dependency_on_failure')::boolean, false) THEN 'ignore'
+     WHEN coalesce(({opts} ->> 'remove_dependency_on_failure')::boolean, false) THEN 'remove'
+END
+
+-- name: flow_parents_continue
+-- continue_parent_on_failure: the parents $2 that still wait for children run
+-- at once: every edge they wait on goes (also those of children still
+-- running or waiting), and they are released with a 'waiting' event.
+-- $1 namespace.  Returns the released parents.
+WITH parents AS (
+    SELECT j.id FROM pgqueue_jobs j
+    WHERE j.namespace = $1 AND j.id = ANY($2::text[]) AND j.state = 'waiting-children'
+    ORDER BY j.id
+    FOR UPDATE
+), edges AS (
+    DELETE FROM pgqueue_dependencies d
+    USING parents p
+    WHERE d.namespace = $1 AND d.job_id = p.id
     RETURNING d.job_id
 ),
 -- include: dependency_release(namespace=$1)

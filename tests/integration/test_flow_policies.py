@@ -211,3 +211,16 @@ async def test_a_job_removed_on_fail_that_nobody_waits_for_is_removed(
         db_dsn, "SELECT count(*) FROM pgqueue_dlq WHERE namespace = $1", namespace
     )
     assert entries == 0
+
+
+async def test_when_several_policies_are_set_the_first_in_order_wins(
+    manager: PostgresQueueManager,
+) -> None:
+    """fail > continue > ignore > remove, in the engine and in what the parent reads."""
+    ids = await _flow(manager, "continue_parent_on_failure", ignore_dependency_on_failure=True)
+    await _fail_a(manager)
+    assert await manager.get_state(ids["parent"]) == "waiting"
+    assert await manager.get_children_failures(ids["parent"], ignored=False) == {
+        f"kids:{ids['A']}": "A broke"
+    }
+    assert await manager.get_children_failures(ids["parent"], ignored=True) == {}
