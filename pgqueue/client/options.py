@@ -24,6 +24,7 @@ from pgqueue.vocabulary.names import validate_queue_name
 __all__ = [
     "BackoffOptions",
     "DedupOptions",
+    "DeduplicationOptions",
     "JobOptions",
     "RateLimit",
     "check_job",
@@ -47,6 +48,14 @@ class DedupOptions(TypedDict, total=False):
     replace: bool
 
 
+class _DeduplicationId(TypedDict):
+    id: str
+
+
+class DeduplicationOptions(_DeduplicationId, DedupOptions, total=False):
+    """BullMQ's ``deduplication``: the key (``id``) and what a second job does."""
+
+
 class JobOptions(TypedDict, total=False):
     """Options of one job.  Durations are milliseconds."""
 
@@ -63,6 +72,9 @@ class JobOptions(TypedDict, total=False):
     remove_on_fail: bool
     unique_key: str
     dedup: DedupOptions
+    deduplication: DeduplicationOptions
+    debounce_id: str
+    debounce_ttl: int
     depends_on: list[str]
     group_id: str
     tags: list[str]

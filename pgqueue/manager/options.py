@@ -86,6 +86,7 @@ class JobSpec:
     unique_key: str | None = None
     dedup_mode: DedupMode = "reject"
     unique_ttl_ms: int | None = None
+    debounced: bool = False
     group_id: str | None = None
     parent_id: str | None = None
     parent_queue: str | None = None
@@ -249,6 +250,45 @@ def _dedup(reader: _Reader) -> tuple[DedupMode, int | None]:
     return "reject", ttl
 
 
+def _deduplication(reader: _Reader) -> tuple[str, DedupMode, int | None] | None:
+    """BullMQ's ``deduplication{id, ttl?, extend?, replace?}``: (key, mode, ttl)."""
+    value = reader.opts.get("deduplication")
+    if value is None:
+        return None
+    if not isinstance(value, Mapping):
+        raise reader.fail("deduplication", "must be a map {id, ttl?, extend?, replace?}")
+    unknown = set(value) - {"id", "ttl", "extend", "replace"}
+    if unknown:
+        raise reader.fail("deduplication", f"has unknown keys: {', '.join(sorted(unknown))}")
+    label = reader.label("deduplication")
+    sub = _Reader(value, {k: f"{label}.{k}" for k in value}, reader.prefix)
+    key = sub.string("id")
+    if key is None:
+        raise reader.fail("deduplication", "needs an id")
+    rest = {k: v for k, v in value.items() if k != "id"}
+    mode, ttl = _dedup(_Reader({"dedup": rest}, {"dedup": label}, reader.prefix))
+    return key, mode, ttl
+
+
+def _dedup_key(reader: _Reader) -> tuple[str | None, DedupMode, int | None, bool]:
+    """(unique key, mode, ttl, debounced) from ``unique_key`` + ``dedup``, BullMQ's
+    ``deduplication`` or ``debounce_id`` + ``debounce_ttl`` (one of them)."""
+    mode, ttl = _dedup(reader)
+    key = reader.string("unique_key")
+    given = reader.opts.get("deduplication") is not None
+    if given and key is not None:
+        raise reader.fail("deduplication", "and uniqueKey name the same key: give one")
+    if given:
+        key, mode, ttl = _deduplication(reader) or (None, "reject", None)
+    debounce_id = reader.string("debounce_id")
+    debounce_ttl = reader.declared("debounce_ttl")
+    if key is None and debounce_id is not None:
+        return debounce_id, "reject", debounce_ttl, True
+    if key is None:
+        return None, "reject", None, False
+    return key, mode, ttl, False
+
+
 def build_job_spec(
     queue: str,
     name: object,
@@ -284,8 +324,7 @@ def build_job_spec(
     has_group = options.get("group_id") is not None
     priority = by_python("priority")
     priority_lo, priority_hi = (0, 2_097_151) if has_group else (priority.lo, priority.hi)
-    dedup_mode, unique_ttl = _dedup(reader)
-    unique_key = reader.string("unique_key")
+    unique_key, dedup_mode, unique_ttl, debounced = _dedup_key(reader)
     depends_on = reader.string_list("depends_on", limit=by_python("depends_on").hi)
     extras: dict[str, Any] = {}
     if depends_on:
@@ -316,6 +355,7 @@ def build_job_spec(
         unique_key=unique_key,
         dedup_mode=dedup_mode if unique_key else "reject",
         unique_ttl_ms=unique_ttl if unique_key else None,
+        debounced=debounced,
         group_id=reader.string("group_id"),
         parent_id=reader.string("parent_id"),
         parent_queue=reader.string("parent_queue"),

@@ -76,7 +76,7 @@ _DECLARED = tuple(
 )
 """The options read by :func:`_read_declared`: plain kinds, and bunqueue's options the
 engine does not act on (type-checked all the same: ``durable`` only matters to
-bunqueue's SQLite mode; debouncing, ``groupMaxSize`` and ``sizeLimit`` are not built)."""
+bunqueue's SQLite mode; ``groupMaxSize`` and ``sizeLimit`` are not built)."""
 
 
 def _removal_flag(fields: Fields, name: str) -> bool | None:
@@ -154,6 +154,9 @@ def job_options_from_wire(fields: Fields, *, custom_id_key: str) -> dict[str, An
                 if flag is not None:
                     spec[key] = flag
             opts["dedup"] = spec
+    debounce = fields.opt_str("debounceId", max_len=256, non_empty=True)
+    if debounce is not None:
+        opts["debounce_id"] = debounce
     parent = fields.opt_job_id("parentId")
     if parent is not None and parent != LEGACY_PENDING_PARENT:
         opts["parent_id"] = parent

@@ -4,7 +4,9 @@
 -- the outbox gets their events, with one NOTIFY hint.  Every row is a
 -- compare-and-set on (id, state, fence) and, when a token is given, on the
 -- token and an unexpired lease (database clock).  A newer generation of the
--- same id replaces an older finished row.  :namespace; aligned arrays, one
+-- same id replaces an older finished row.  A unique key with a TTL stays
+-- held by the finished row until its deadline (unique_expires_at, BullMQ's
+-- throttle mode).  :namespace; aligned arrays, one
 -- element per job (the fields of write_rows.FinishRow): :id, :token (NULL:
 -- validated under lock by the caller), :fence, :expected_state, :outcome
 -- ('completed' | 'failed'), :result, :failed_reason, :error, :stacktrace,
@@ -61,7 +63,7 @@ WITH input AS (
         timeout_ms, ttl_ms, stall_timeout_ms, remove_on_complete, remove_on_fail,
         custom_id, unique_key, group_id, parent_id, parent_queue, stall_count, fence,
         progress, progress_message, attempt_log, result, failed_reason, error, stacktrace,
-        removed, opts, token_salt)
+        removed, opts, token_salt, unique_expires_at)
     SELECT :namespace, d.id, d.queue, d.name, d.data, d.outcome, d.priority, d.lifo, d.created_at,
            d.started_at, statement_timestamp(), d.new_attempts, d.max_attempts,
            d.backoff_type, d.backoff_ms, d.backoff_max_ms, d.timeout_ms, d.ttl_ms,
@@ -69,7 +71,7 @@ WITH input AS (
            d.unique_key, d.group_id, d.parent_id, d.parent_queue, d.stall_count, d.fence,
            d.progress, d.progress_message, d.new_attempt_log, d.result, d.failed_reason,
            d.error_text, coalesce(d.new_stacktrace, d.stacktrace), d.removed, d.opts,
-           d.token_salt
+           d.token_salt, d.unique_expires_at
     FROM done d
     ON CONFLICT (namespace, id) DO UPDATE SET
         queue = EXCLUDED.queue, name = EXCLUDED.name, data = EXCLUDED.data,
@@ -89,7 +91,7 @@ WITH input AS (
         attempt_log = EXCLUDED.attempt_log, result = EXCLUDED.result,
         failed_reason = EXCLUDED.failed_reason, error = EXCLUDED.error,
         stacktrace = EXCLUDED.stacktrace, removed = EXCLUDED.removed, opts = EXCLUDED.opts,
-        token_salt = EXCLUDED.token_salt
+        token_salt = EXCLUDED.token_salt, unique_expires_at = EXCLUDED.unique_expires_at
 ), dead_lettered AS (
     INSERT INTO pgqueue_dlq AS q (namespace, job_id, queue, reason, error, entered_at, attempts,
                                   retry_count, last_retry_at)

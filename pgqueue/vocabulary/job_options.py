@@ -60,6 +60,7 @@ Kind = Literal[
     "texts",  # a list of at most hi strings
     "backoff",  # ms, or {type, delay, maxDelay}
     "dedup",  # {ttl?, extend?, replace?}
+    "deduplication",  # BullMQ's {id, ttl?, extend?, replace?}
     "removal",  # a boolean, or BullMQ's count / {age, count}
     "group",  # a string (or an integer, made a string on the wire)
     "object",  # a map
@@ -85,6 +86,7 @@ _JSON_TYPES: Final[Mapping[Kind, JsonType]] = {
     "texts": "array",
     "backoff": "any",
     "dedup": "object",
+    "deduplication": "object",
     "removal": "any",
     "group": "string",
     "object": "object",
@@ -154,6 +156,14 @@ JOB_OPTIONS: Final[tuple[JobOption, ...]] = (
          "ms without a heartbeat before the job counts as stalled", hi=DAY_MS),
     _opt("unique_key", "uniqueKey", "text", "deduplication key among live jobs", hi=256),
     _opt("dedup", "dedup", "dedup", "with uniqueKey: {ttl?, extend?, replace?}"),
+    _opt("deduplication", None, "deduplication",
+         "BullMQ's {id, ttl?, extend?, replace?}: uniqueKey and dedup in one (sent as both)",
+         transports=frozenset({"sdk"}), view=False),
+    _opt("debounce_id", "debounceId", "text",
+         "a deduplication key held for debounceTtl ms (a 'debounced' event on a drop)",
+         hi=256, view=False),
+    _opt("debounce_ttl", "debounceTtl", "integer", "with debounceId: ms the key is held",
+         lo=1, hi=YEAR_MS, view=False),
     _opt("group_id", "groupId", "group", "job group", hi=256),
     _opt("depends_on", "dependsOn", "ids", "ids of jobs that must complete first", hi=1000),
     _opt("parent_id", "parentId", "id", "parent job of a flow", transports=_INTERNAL),
@@ -185,10 +195,6 @@ JOB_OPTIONS: Final[tuple[JobOption, ...]] = (
          stored="ignored", transports=_WIRE, view=False),
     _opt(None, "durable", "boolean", "accepted for bunqueue (every push is durable here)",
          stored="ignored", transports=_WIRE, view=False),
-    _opt(None, "debounceId", "text", "accepted for bunqueue (not acted on)", hi=256,
-         stored="ignored", transports=_WIRE, view=False),
-    _opt(None, "debounceTtl", "number", "accepted for bunqueue (not acted on)",
-         stored="ignored", hi=float("inf"), transports=_WIRE, view=False),
     _opt(None, "groupMaxSize", "integer", "accepted for bunqueue (not acted on)",
          stored="ignored", hi=2**53 - 1, transports=_WIRE, view=False),
     _opt(None, "sizeLimit", "number", "accepted for bunqueue (not acted on)",
