@@ -1,4 +1,4 @@
-"""A deduplication key with a TTL outlives its job (BullMQ's throttle mode).
+"""A deduplication key with a TTL outlives its job; finished jobs kept by count or age.
 
 Revision ID: 0013
 Revises: 0009
@@ -11,6 +11,11 @@ finished row keeps the key's deadline in ``unique_expires_at`` (NULL: the key
 went with the job), and admission treats a finished row whose deadline has
 not passed as the key's owner.  The partial index finds the holder of a
 (queue, key) among finished rows.
+
+``removeOnComplete`` / ``removeOnFail`` given as a count or ``{age, count}``
+(BullMQ's "keep jobs") leave the policy in the finished row's ``opts``
+(``keep_completed`` / ``keep_failed``); retention hides the rows beyond it.
+The partial index finds the queues and states that have such rows.
 """
 
 from __future__ import annotations
@@ -26,9 +31,12 @@ UPGRADE = r"""
 ALTER TABLE pgqueue_finished ADD COLUMN unique_expires_at timestamptz;
 CREATE INDEX pgqueue_finished_unique_key_idx ON pgqueue_finished
     (namespace, queue, unique_key) WHERE unique_expires_at IS NOT NULL;
+CREATE INDEX pgqueue_finished_keep_idx ON pgqueue_finished (namespace, queue, state)
+    WHERE NOT removed AND (opts ? 'keep_completed' OR opts ? 'keep_failed');
 """
 
 DOWNGRADE = r"""
+DROP INDEX IF EXISTS pgqueue_finished_keep_idx;
 DROP INDEX IF EXISTS pgqueue_finished_unique_key_idx;
 ALTER TABLE pgqueue_finished DROP COLUMN IF EXISTS unique_expires_at;
 """

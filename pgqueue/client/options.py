@@ -26,6 +26,7 @@ __all__ = [
     "DedupOptions",
     "DeduplicationOptions",
     "JobOptions",
+    "KeepJobs",
     "RateLimit",
     "check_job",
     "merge_options",
@@ -48,6 +49,14 @@ class DedupOptions(TypedDict, total=False):
     replace: bool
 
 
+class KeepJobs(TypedDict, total=False):
+    """BullMQ's keep-jobs: the newest ``count`` finished jobs of the queue, those
+    finished less than ``age`` seconds ago (both: both rules)."""
+
+    age: int
+    count: int
+
+
 class _DeduplicationId(TypedDict):
     id: str
 
@@ -68,8 +77,8 @@ class JobOptions(TypedDict, total=False):
     timeout: int
     ttl: int
     stall_timeout: int
-    remove_on_complete: bool
-    remove_on_fail: bool
+    remove_on_complete: bool | int | KeepJobs
+    remove_on_fail: bool | int | KeepJobs
     unique_key: str
     dedup: DedupOptions
     deduplication: DeduplicationOptions

@@ -37,7 +37,7 @@ from pgqueue.errors import (
 from pgqueue.manager.context import EngineContext
 from pgqueue.manager.flow_policy import flow_failure_mode, lets_dependents_go_on
 from pgqueue.manager.models import AckItem, ItemOutcome, OutcomeReason
-from pgqueue.manager.options import encode_json
+from pgqueue.manager.options import encode_json, removal_policy
 from pgqueue.manager.policy import FailureReason, decide_failure
 from pgqueue.manager.rows import ms
 from pgqueue.manager.write_rows import FinishRow, RequeueRow, column_arrays
@@ -109,10 +109,19 @@ class DeadLetter:
         )
 
 
-def _completion(job_id: str, token: str, result: str, remove: bool | None = None) -> FinishRow:
-    """An active job, leased by ``token``, completed with the encoded ``result``."""
+def _completion(job_id: str, token: str, result: str, remove: Any = None) -> FinishRow:
+    """An active job, leased by ``token``, completed with the encoded ``result``;
+    ``remove`` (the ACK's removeOnComplete) overrides the job's own option."""
+    at_once, keep = (None, None) if remove is None else removal_policy(remove, "removeOnComplete")
     return FinishRow(
-        job_id, token, parse_fence(token), "active", "completed", result, remove=remove
+        job_id,
+        token,
+        parse_fence(token),
+        "active",
+        "completed",
+        result,
+        remove=at_once,
+        keep=keep,
     )
 
 

@@ -11,7 +11,8 @@
 -- validated under lock by the caller), :fence, :expected_state, :outcome
 -- ('completed' | 'failed'), :result, :failed_reason, :error, :stacktrace,
 -- :attempt_entry (NULL: none), :attempts_inc; then :broker_id, :session_id,
--- :remove (an array: NULL is the job's own option), :skip_with_dependents skip
+-- :remove (an array: NULL is the job's own option), :keep (an ACK's count /
+-- {age, count}, kept in opts as keep_completed), :skip_with_dependents skip
 -- jobs that have dependents (the fast path: their completion must also release
 -- dependents, in a second statement with a fresh snapshot; see completion.py).
 WITH input AS (
@@ -19,10 +20,10 @@ WITH input AS (
     FROM unnest(:id::text[], :token::text[], :fence::bigint[], :expected_state::text[],
                 :outcome::text[], :result::json[], :failed_reason::text[], :error::text[],
                 :stacktrace::json[], :attempt_entry::jsonb[], :attempts_inc::int[],
-                :remove::bool[])
+                :remove::bool[], :keep::jsonb[])
          WITH ORDINALITY AS t(id, token, fence, expected_state, outcome, result,
                               failed_reason, error, stacktrace, attempt_entry,
-                              attempts_inc, remove, ord)
+                              attempts_inc, remove, keep, ord)
 ), done AS (
     DELETE FROM pgqueue_jobs j
     USING input i
@@ -41,6 +42,8 @@ WITH input AS (
               CASE WHEN i.attempt_entry IS NULL THEN j.attempt_log
                    ELSE j.attempt_log || jsonb_build_array(i.attempt_entry) END AS new_attempt_log,
               j.attempts + i.attempts_inc AS new_attempts,
+              CASE WHEN i.keep IS NULL THEN j.opts
+                   ELSE j.opts || jsonb_build_object('keep_completed', i.keep) END AS new_opts,
               CASE WHEN i.outcome = 'completed' THEN coalesce(i.remove, j.remove_on_complete)
                    ELSE coalesce(i.remove, j.remove_on_fail)
                         -- removeOnFail never deletes a job a live dependent still waits
@@ -70,7 +73,7 @@ WITH input AS (
            d.stall_timeout_ms, d.remove_on_complete, d.remove_on_fail, d.custom_id,
            d.unique_key, d.group_id, d.parent_id, d.parent_queue, d.stall_count, d.fence,
            d.progress, d.progress_message, d.new_attempt_log, d.result, d.failed_reason,
-           d.error_text, coalesce(d.new_stacktrace, d.stacktrace), d.removed, d.opts,
+           d.error_text, coalesce(d.new_stacktrace, d.stacktrace), d.removed, d.new_opts,
            d.token_salt, d.unique_expires_at
     FROM done d
     ON CONFLICT (namespace, id) DO UPDATE SET
