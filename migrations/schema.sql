@@ -150,7 +150,8 @@ CREATE TABLE public.pgqueue_finished (
     stacktrace json,
     removed boolean DEFAULT false NOT NULL,
     opts jsonb DEFAULT '{}'::jsonb NOT NULL,
-    token_salt uuid
+    token_salt uuid,
+    unique_expires_at timestamp with time zone
 ) WITH (autovacuum_analyze_scale_factor=0.02, autovacuum_vacuum_insert_scale_factor=0.05, autovacuum_vacuum_scale_factor=0.02);
 
 CREATE TABLE public.pgqueue_job_logs (
@@ -483,9 +484,13 @@ CREATE INDEX pgqueue_events_cursor_idx ON public.pgqueue_events USING btree (nam
 
 CREATE INDEX pgqueue_events_job_idx ON public.pgqueue_events USING btree (namespace, job_id, id);
 
+CREATE INDEX pgqueue_finished_keep_idx ON public.pgqueue_finished USING btree (namespace, queue, state) WHERE ((NOT removed) AND ((opts ? 'keep_completed'::text) OR (opts ? 'keep_failed'::text)));
+
 CREATE INDEX pgqueue_finished_listing_idx ON public.pgqueue_finished USING btree (namespace, queue, state, finished_at, id);
 
 CREATE INDEX pgqueue_finished_parent_idx ON public.pgqueue_finished USING btree (namespace, parent_id) WHERE (parent_id IS NOT NULL);
+
+CREATE INDEX pgqueue_finished_unique_key_idx ON public.pgqueue_finished USING btree (namespace, queue, unique_key) WHERE (unique_expires_at IS NOT NULL);
 
 CREATE INDEX pgqueue_job_logs_job_idx ON public.pgqueue_job_logs USING btree (namespace, job_id, id);
 

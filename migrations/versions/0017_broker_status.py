@@ -1,7 +1,7 @@
 """A broker session reports what only that broker knows: LISTEN, projection staleness.
 
 Revision ID: 0017
-Revises: 0012
+Revises: 0013
 Create Date: 2026-12-02
 
 The dashboard's cluster view (issue 17) shows every broker's wake-up path (LISTEN
@@ -15,7 +15,7 @@ from __future__ import annotations
 from alembic import op
 
 revision = "0017"
-down_revision = "0012"
+down_revision = "0013"
 branch_labels = None
 depends_on = None
 

@@ -168,6 +168,9 @@ class EmbeddedTransport:
     async def get_children_values(self, job_id: str) -> dict[str, Any]:
         return await self.manager.get_children_values(job_id)
 
+    async def get_children_failures(self, job_id: str, *, ignored: bool) -> dict[str, str]:
+        return await self.manager.get_children_failures(job_id, ignored=ignored)
+
     async def get_logs(self, job_id: str, start: int, end: int) -> list[dict[str, Any]]:
         logs, _ = await self.manager.get_logs(job_id, start, end)
         return logs

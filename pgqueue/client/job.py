@@ -191,6 +191,16 @@ class Job:
         """Results of this job's completed children, keyed ``"<queue>:<id>"``."""
         return await self._transport.get_children_values(self.id)
 
+    async def get_failed_children_values(self) -> dict[str, str]:
+        """Errors of the children that failed with ``continue_parent_on_failure``
+        (and so made this job run early), keyed ``"<queue>:<id>"``."""
+        return await self._transport.get_children_failures(self.id, ignored=False)
+
+    async def get_ignored_children_failures(self) -> dict[str, str]:
+        """Errors of the children that failed with ``ignore_dependency_on_failure``
+        (this job went on without them), keyed ``"<queue>:<id>"``."""
+        return await self._transport.get_children_failures(self.id, ignored=True)
+
     async def get_state(self) -> str:
         """``waiting``, ``prioritized``, ``delayed``, ``active``, ``completed``,
         ``failed``, ``waiting-children`` or ``unknown``."""

@@ -24,7 +24,9 @@ from pgqueue.vocabulary.names import validate_queue_name
 __all__ = [
     "BackoffOptions",
     "DedupOptions",
+    "DeduplicationOptions",
     "JobOptions",
+    "KeepJobs",
     "RateLimit",
     "RepeatOptions",
     "check_job",
@@ -65,6 +67,22 @@ class RepeatOptions(TypedDict, total=False):
     jobId: str
 
 
+class KeepJobs(TypedDict, total=False):
+    """BullMQ's keep-jobs: the newest ``count`` finished jobs of the queue, those
+    finished less than ``age`` seconds ago (both: both rules)."""
+
+    age: int
+    count: int
+
+
+class _DeduplicationId(TypedDict):
+    id: str
+
+
+class DeduplicationOptions(_DeduplicationId, DedupOptions, total=False):
+    """BullMQ's ``deduplication``: the key (``id``) and what a second job does."""
+
+
 class JobOptions(TypedDict, total=False):
     """Options of one job.  Durations are milliseconds."""
 
@@ -77,10 +95,13 @@ class JobOptions(TypedDict, total=False):
     timeout: int
     ttl: int
     stall_timeout: int
-    remove_on_complete: bool
-    remove_on_fail: bool
+    remove_on_complete: bool | int | KeepJobs
+    remove_on_fail: bool | int | KeepJobs
     unique_key: str
     dedup: DedupOptions
+    deduplication: DeduplicationOptions
+    debounce_id: str
+    debounce_ttl: int
     depends_on: list[str]
     group_id: str
     tags: list[str]

@@ -385,7 +385,8 @@ class Queue(TransportOwner):
         )
 
     async def get_deduplication_job_id(self, key: str) -> str | None:
-        """The id of the live job of this queue holding deduplication key ``key``."""
+        """The id of the job of this queue holding deduplication key ``key`` (a live
+        job, or a finished one whose key has a TTL that has not passed)."""
         return await (await self.transport()).get_deduplication_job_id(
             self.name, validate_job_id(key, "key")
         )

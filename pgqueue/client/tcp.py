@@ -473,6 +473,11 @@ class TcpTransport:
         answer = await self._call("GetChildrenValues", {"id": job_id}, read=True, job_id=job_id)
         return dict(answer["data"]["values"])
 
+    async def get_children_failures(self, job_id: str, *, ignored: bool) -> dict[str, str]:
+        cmd = "GetIgnoredChildrenFailures" if ignored else "GetFailedChildrenValues"
+        answer = await self._call(cmd, {"id": job_id}, read=True, job_id=job_id)
+        return {str(key): str(value) for key, value in answer["values"].items()}
+
     async def get_logs(self, job_id: str, start: int, end: int) -> list[dict[str, Any]]:
         fields = {"id": job_id, "start": start, "end": end}
         answer = await self._call("GetLogs", fields, read=True, job_id=job_id)

@@ -74,6 +74,12 @@ def wire_options(opts: Mapping[str, Any], *, custom_id_key: str) -> dict[str, An
         wire["uniqueKey"] = opts["unique_key"]
         if opts.get("dedup") is not None:
             wire["dedup"] = dict(opts["dedup"])
+    deduplication = opts.get("deduplication")
+    if deduplication is not None:  # BullMQ's shape, as bunqueue's TS client sends it
+        wire["uniqueKey"] = deduplication["id"]
+        rest = {k: v for k, v in deduplication.items() if k != "id"}
+        if rest:
+            wire["dedup"] = rest
     return wire
 
 

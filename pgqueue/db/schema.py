@@ -43,6 +43,7 @@ KNOWN_REVISIONS = (
     "0009",
     "0010",
     "0012",
+    "0013",
     "0017",
 )
 SCHEMA_VERSION = KNOWN_REVISIONS[-1]

@@ -3,6 +3,9 @@
 Runs on the leader every ``retention_interval_ms``, each step in batches of its
 own transaction (short locks, no long transaction holding the xmin horizon):
 
+* finished jobs beyond what their ``removeOnComplete`` / ``removeOnFail``
+  count or ``{age, count}`` keeps are hidden (as if removed at once: a
+  completion proof stays for dependents), failed ones leave the DLQ;
 * completed jobs (and completion proofs of removed ones) older than
   ``retention_completed_ms``; failed jobs without a DLQ entry older than
   ``retention_failed_ms`` (dead-lettered ones follow their queue's DLQ
@@ -45,6 +48,7 @@ BATCH = 5_000
 @dataclass(slots=True)
 class RetentionReport:
     finished: int = 0
+    hidden: int = 0
     events: int = 0
     workers: int = 0
 
@@ -67,6 +71,16 @@ async def _prune_finished(ctx: EngineContext, now: datetime | None) -> int:
     total = 0
     while True:
         done = await in_transaction(ctx.db, partial(_prune_finished_batch, ctx=ctx, now=now))
+        total += done
+        if done < BATCH:
+            return total
+
+
+async def _apply_keep(ctx: EngineContext, now: datetime | None) -> int:
+    """Hide the finished jobs their count / age removal policy no longer keeps."""
+    total = 0
+    while True:
+        done = int(await ctx.db.fetchval(Q.finished_keep_trim, ctx.namespace, BATCH, now))
         total += done
         if done < BATCH:
             return total
@@ -105,6 +119,7 @@ async def retain_once(
     a test passes a later instant to move time instead of rewriting rows."""
     config = ctx.config
     report = RetentionReport()
+    report.hidden = await _apply_keep(ctx, now)
     report.finished = await _prune_finished(ctx, now)
     while True:
         row = await ctx.db.fetchrow(

@@ -20,6 +20,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+import orjson
+
 from pgqueue.db.errormap import TransientConflict
 from pgqueue.db.executor import Executor
 from pgqueue.db.queries import Q
@@ -209,29 +211,86 @@ async def _admit_in(tx: Executor, ns: str, plan: _Plan) -> list[str]:
     if custom_ids:
         rows = await tx.fetch(Q.job_retire_finished_generations, ns, custom_ids)
         retained = {row["id"] for row in rows}
-    keyed = [s for s in specs if s.unique_key is not None]
+    keyed = [i for i, s in enumerate(specs) if s.unique_key is not None]
+    held: dict[int, str] = {}
     if keyed:
         await tx.execute(
             Q.job_unique_keys_release_expired,
             ns,
-            [s.queue for s in keyed],
-            [s.unique_key for s in keyed],
+            [specs[i].queue for i in keyed],
+            [specs[i].unique_key for i in keyed],
         )
-        for spec in keyed:
-            if spec.dedup_mode == "replace":
-                await _replace_owner(tx, ns, spec)
+        held = await _finished_holders(tx, ns, plan, keyed)
+        for i in keyed:
+            if specs[i].dedup_mode == "replace" and i not in held:
+                await _replace_owner(tx, ns, specs[i])
+    excluded = retained | {plan.ids[i] for i in held}
     if plan.is_graph:
         await _resolve_external_targets(tx, ns, plan)
-    inserted = await _insert(tx, ns, _without(plan, retained) if retained else plan)
+    inserted = await _insert(tx, ns, _without(plan, excluded) if excluded else plan)
     if custom_ids:
         await _check_no_finished_twin(tx, ns, [i for i in custom_ids if i in inserted])
+    if keyed:
+        await _check_no_finished_holder(tx, ns, plan, [i for i in keyed if plan.ids[i] in inserted])
     result = list(plan.ids)
-    skipped = [i for i, job_id in enumerate(plan.ids) if job_id not in inserted]
+    for i, holder in held.items():
+        result[i] = holder
+    skipped = [i for i, job_id in enumerate(plan.ids) if job_id not in inserted and i not in held]
     if skipped:
         await _resolve_skipped(tx, ns, plan, skipped, result, retained)
+    if held:
+        await _insert_duplicate_events(
+            tx, ns, [(specs[i], holder, "unique_key") for i, holder in held.items()]
+        )
     if plan.is_graph:
         await _write_edges(tx, ns, plan, inserted)
     return result
+
+
+async def _finished_holders(tx: Executor, ns: str, plan: _Plan, keyed: list[int]) -> dict[int, str]:
+    """The specs (index -> holder id) whose unique key a finished job still holds
+    (a dedup TTL outlives its job).  An ``extend`` moves the holder's deadline;
+    a ``replace`` takes the key from it (the spec is admitted, not in the map)."""
+    specs = plan.specs
+    rows = await tx.fetch(
+        Q.job_unique_keys_held_finished,
+        ns,
+        [specs[i].queue for i in keyed],
+        [specs[i].unique_key for i in keyed],
+    )
+    held: dict[int, str] = {}
+    released: list[str] = []
+    for row in rows:
+        i = keyed[row["ord"] - 1]
+        spec = specs[i]
+        if spec.dedup_mode == "replace":
+            released.append(row["id"])
+            continue
+        if spec.dedup_mode == "extend":
+            await tx.execute(Q.job_unique_key_finished_extend, ns, row["id"], spec.unique_ttl_ms)
+        held[i] = row["id"]
+    if released:
+        await tx.execute(Q.job_unique_key_finished_release, ns, released)
+    return held
+
+
+async def _check_no_finished_holder(
+    tx: Executor, ns: str, plan: _Plan, inserted: list[int]
+) -> None:
+    """A unique key just taken must not be held by a finished job: one is when
+    the key's live owner finished (keeping its TTL) while our insert waited for
+    its row.  Starting again sees it, and decides by it."""
+    if not inserted:
+        return
+    specs = plan.specs
+    rows = await tx.fetch(
+        Q.job_unique_keys_held_finished,
+        ns,
+        [specs[i].queue for i in inserted],
+        [specs[i].unique_key for i in inserted],
+    )
+    if rows:
+        raise TransientConflict("the owner of this unique key finished meanwhile")
 
 
 def _without(plan: _Plan, retained: set[str]) -> _Plan:
@@ -306,7 +365,7 @@ async def _resolve_skipped(
         [specs[i].unique_key for i in skipped],
     )
     owners = {skipped[row["ord"] - 1]: (row["id"], row["by"]) for row in rows}
-    events: list[tuple[str, str, str]] = []
+    events: list[tuple[JobSpec, str, str]] = []
     for i in skipped:
         spec = specs[i]
         owner = owners.get(i)
@@ -323,14 +382,28 @@ async def _resolve_skipped(
             if extended is None:
                 raise DuplicateJob("Duplicate unique_key (extended TTL)")
         result[i] = owner_id
-        events.append((spec.queue, owner_id, by))
+        events.append((spec, owner_id, by))
+    await _insert_duplicate_events(tx, ns, events)
+
+
+async def _insert_duplicate_events(
+    tx: Executor, ns: str, events: Sequence[tuple[JobSpec, str, str]]
+) -> None:
+    """A ``duplicated`` event on the job each (spec, owner, by) was deduplicated
+    against, and a ``debounced`` one too when the key came from ``debounceId``."""
+    rows: list[tuple[str, str, str, str]] = []
+    for spec, owner, by in events:
+        rows.append((spec.queue, owner, "duplicated", orjson.dumps({"by": by}).decode()))
+        if spec.debounced and by == "unique_key":
+            payload = {"by": by, "debounceId": spec.unique_key}
+            rows.append((spec.queue, owner, "debounced", orjson.dumps(payload).decode()))
     await tx.execute(
         Q.event_insert_many,
         ns,
-        [q for q, _, _ in events],
-        [j for _, j, _ in events],
-        ["duplicated"] * len(events),
-        [f'{{"by": "{by}"}}' for _, _, by in events],
+        [r[0] for r in rows],
+        [r[1] for r in rows],
+        [r[2] for r in rows],
+        [r[3] for r in rows],
     )
 
 

@@ -35,8 +35,9 @@ from pgqueue.errors import (
     ValidationError,
 )
 from pgqueue.manager.context import EngineContext
+from pgqueue.manager.flow_policy import flow_failure_mode, lets_dependents_go_on
 from pgqueue.manager.models import AckItem, ItemOutcome, OutcomeReason
-from pgqueue.manager.options import encode_json
+from pgqueue.manager.options import encode_json, removal_policy
 from pgqueue.manager.policy import FailureReason, decide_failure
 from pgqueue.manager.rows import ms
 from pgqueue.manager.write_rows import FinishRow, RequeueRow, column_arrays
@@ -132,10 +133,19 @@ class DeadLetter:
         )
 
 
-def _completion(job_id: str, token: str, result: str, remove: bool | None = None) -> FinishRow:
-    """An active job, leased by ``token``, completed with the encoded ``result``."""
+def _completion(job_id: str, token: str, result: str, remove: Any = None) -> FinishRow:
+    """An active job, leased by ``token``, completed with the encoded ``result``;
+    ``remove`` (the ACK's removeOnComplete) overrides the job's own option."""
+    at_once, keep = (None, None) if remove is None else removal_policy(remove, "removeOnComplete")
     return FinishRow(
-        job_id, token, parse_fence(token), "active", "completed", result, remove=remove
+        job_id,
+        token,
+        parse_fence(token),
+        "active",
+        "completed",
+        result,
+        remove=at_once,
+        keep=keep,
     )
 
 
@@ -387,30 +397,37 @@ async def dead_letter_locked(
 
 
 async def _propagate_failures(ex: Executor, ctx: EngineContext, rows: Sequence[Row]) -> None:
-    """A dead-lettered job with dependents: fail the parent, or let dependents go on.
+    """Dead-lettered jobs with dependents: apply each one's flow failure policy
+    (:mod:`pgqueue.manager.flow_policy`).
 
-    ``fail_parent_on_failure`` dead-letters the parent (reason
-    ``dependency_failed``); ``ignore_dependency_on_failure``,
-    ``remove_dependency_on_failure`` and ``continue_parent_on_failure`` count
-    the dependency as resolved.  Otherwise dependents keep waiting (a redrive
-    of the failed job can still complete it).
+    ``fail`` dead-letters the parent (reason ``dependency_failed``), whose own
+    policy then applies in turn; ``continue`` releases the parent at once;
+    ``continue``, ``ignore`` and ``remove`` count the job as resolved for what
+    waits on it.  With no policy, dependents keep waiting (a redrive of the
+    failed job can still complete it).  What the parent reads back
+    (``GetIgnoredChildrenFailures``, ``GetFailedChildrenValues``) is the
+    child's own failed row, told apart by the same policy
+    (:func:`pgqueue.manager.reads.get_children_failures`).
     """
-    resolved: list[str] = []
-    parents: list[str] = []
+    go_on: list[str] = []
+    continued: list[str] = []
+    failing: dict[str, str] = {}
     for row in rows:
-        opts = orjson.loads(row["opts"])
-        if opts.get("fail_parent_on_failure") and row["parent_id"]:
-            parents.append(row["parent_id"])
-        elif (
-            opts.get("ignore_dependency_on_failure")
-            or opts.get("remove_dependency_on_failure")
-            or opts.get("continue_parent_on_failure")
-        ):
-            resolved.append(row["id"])
-    if resolved:
-        await release_dependents(ex, ctx, resolved)
-    if parents:
-        locked = await ex.fetch(Q.job_lock_waiting_parents, ctx.namespace, parents)
+        parent = row["parent_id"]
+        mode = flow_failure_mode(orjson.loads(row["opts"]), parent)
+        if lets_dependents_go_on(mode):
+            go_on.append(row["id"])
+        if mode == "continue" and parent is not None:
+            continued.append(parent)
+        elif mode == "fail" and parent is not None:
+            error = row["error"] or row["failed_reason"] or "unknown error"
+            failing.setdefault(parent, f"Child job {row['id']} failed: {error}")
+    if continued:
+        await ex.fetch(Q.flow_parents_continue, ctx.namespace, continued)
+    if go_on:
+        await release_dependents(ex, ctx, go_on)
+    if failing:
+        locked = await ex.fetch(Q.job_lock_waiting_parents, ctx.namespace, list(failing))
         await dead_letter_locked(
             ex,
             ctx,
@@ -419,7 +436,7 @@ async def _propagate_failures(ex: Executor, ctx: EngineContext, rows: Sequence[R
                     row,
                     row["state"],
                     "dependency_failed",
-                    "a child job failed",
+                    failing[row["id"]],
                     None,
                     0,
                 )

@@ -261,9 +261,11 @@ class QueueEngine(ControlOps, DlqOps, WebhookOps, CronOps, ManagerBase):
     # -- completion ------------------------------------------------------------
 
     async def ack(
-        self, job_id: str, token: str, result: Any = None, *, remove_on_complete: bool | None = None
+        self, job_id: str, token: str, result: Any = None, *, remove_on_complete: Any = None
     ) -> None:
-        """Complete a job; raise :class:`LeaseLost` (or a subclass) when the claim is stale."""
+        """Complete a job; raise :class:`LeaseLost` (or a subclass) when the claim is stale.
+        ``remove_on_complete`` (a boolean, a count or ``{age, count}``) overrides the
+        job's own option."""
         [outcome] = await completion.ack_batch(
             self.ctx, [AckItem(job_id, token, result, remove_on_complete)]
         )

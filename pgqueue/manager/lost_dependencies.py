@@ -37,23 +37,16 @@ from pgqueue.db.executor import Executor, Row
 from pgqueue.db.queries import Q
 from pgqueue.manager.completion import DeadLetter, dead_letter_locked
 from pgqueue.manager.context import EngineContext
+from pgqueue.manager.flow_policy import flow_failure_mode, lets_dependents_go_on
 
 __all__ = ["drop_dangling_edges", "releases_dependents", "settle_lost_dependencies"]
-
-_GO_ON = (
-    "ignore_dependency_on_failure",
-    "remove_dependency_on_failure",
-    "continue_parent_on_failure",
-)
 
 
 def releases_dependents(state: str, parent_id: str | None, opts: Mapping[str, Any]) -> bool:
     """Whether a deleted job in ``state`` counts as resolved for its dependents."""
     if state == "completed":
         return True
-    if opts.get("fail_parent_on_failure") and parent_id:
-        return False
-    return any(opts.get(flag) for flag in _GO_ON)
+    return lets_dependents_go_on(flow_failure_mode(opts, parent_id))
 
 
 async def settle_lost_dependencies(

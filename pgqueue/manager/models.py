@@ -134,7 +134,7 @@ class AckItem:
     job_id: str
     token: str
     result: Any = None
-    remove_on_complete: bool | None = None
+    remove_on_complete: Any = None  # bool, or BullMQ's count / {age, count}
     where: str | None = None
 
 

@@ -42,8 +42,10 @@ __all__ = [
     "Backoff",
     "DedupMode",
     "JobSpec",
+    "Keep",
     "build_job_spec",
     "encode_json",
+    "removal_policy",
 ]
 
 JOB_OPTIONS = ENGINE_NAMES
@@ -86,6 +88,7 @@ class JobSpec:
     unique_key: str | None = None
     dedup_mode: DedupMode = "reject"
     unique_ttl_ms: int | None = None
+    debounced: bool = False
     group_id: str | None = None
     parent_id: str | None = None
     parent_queue: str | None = None
@@ -262,6 +265,95 @@ def _repeat(reader: _Reader) -> dict[str, Any] | None:
     return dict(value)
 
 
+Keep = dict[str, float]
+"""What a finished job's removal option keeps: ``{"count": n, "age": seconds}``."""
+
+
+def removal_policy(
+    value: Any, label: str, prefix: str = "", field: str | None = None
+) -> tuple[bool, Keep | None]:
+    """``(remove at once, what to keep)`` of a removeOnComplete / removeOnFail value.
+
+    BullMQ's meanings: ``true`` removes the job when it finishes, ``false`` (or
+    nothing) keeps it; a count ``n`` keeps the newest ``n`` finished jobs of the
+    queue in that state (0: remove at once); ``{age, count}`` keeps those
+    finished less than ``age`` seconds ago, at most ``count`` of them.  What
+    is kept is applied by retention (``finished_keep_trim``)."""
+    if value is None or value is False:
+        return False, None
+    if value is True:
+        return True, None
+
+    def fail(message: str) -> ValidationError:
+        return ValidationError(f"{prefix}{label} {message}", field=field or label)
+
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        fault = integer_fault(value, 0, 2**31 - 1)
+        if fault is not None:
+            raise fail(fault)
+        return (True, None) if value == 0 else (False, {"count": int(value)})
+    if not isinstance(value, Mapping):
+        raise fail("must be a boolean, a count or {age, count}")
+    unknown = set(value) - {"age", "count"}
+    if unknown:
+        raise fail(f"has unknown keys: {', '.join(sorted(unknown))}")
+    keep: Keep = {}
+    count = value.get("count")
+    if count is not None:
+        fault = integer_fault(count, 0, 2**31 - 1)
+        if fault is not None:
+            raise fail(f"count {fault}")
+        keep["count"] = int(count)
+    age = value.get("age")
+    if age is not None:
+        fault = integer_fault(age, 0, YEAR_MS // 1000)
+        if fault is not None:
+            raise fail(f"age {fault}")
+        keep["age"] = int(age)
+    if keep.get("count") == 0:
+        return True, None
+    return False, keep or None
+
+
+def _deduplication(reader: _Reader) -> tuple[str, DedupMode, int | None] | None:
+    """BullMQ's ``deduplication{id, ttl?, extend?, replace?}``: (key, mode, ttl)."""
+    value = reader.opts.get("deduplication")
+    if value is None:
+        return None
+    if not isinstance(value, Mapping):
+        raise reader.fail("deduplication", "must be a map {id, ttl?, extend?, replace?}")
+    unknown = set(value) - {"id", "ttl", "extend", "replace"}
+    if unknown:
+        raise reader.fail("deduplication", f"has unknown keys: {', '.join(sorted(unknown))}")
+    label = reader.label("deduplication")
+    sub = _Reader(value, {k: f"{label}.{k}" for k in value}, reader.prefix)
+    key = sub.string("id")
+    if key is None:
+        raise reader.fail("deduplication", "needs an id")
+    rest = {k: v for k, v in value.items() if k != "id"}
+    mode, ttl = _dedup(_Reader({"dedup": rest}, {"dedup": label}, reader.prefix))
+    return key, mode, ttl
+
+
+def _dedup_key(reader: _Reader) -> tuple[str | None, DedupMode, int | None, bool]:
+    """(unique key, mode, ttl, debounced) from ``unique_key`` + ``dedup``, BullMQ's
+    ``deduplication`` or ``debounce_id`` + ``debounce_ttl`` (one of them)."""
+    mode, ttl = _dedup(reader)
+    key = reader.string("unique_key")
+    given = reader.opts.get("deduplication") is not None
+    if given and key is not None:
+        raise reader.fail("deduplication", "and uniqueKey name the same key: give one")
+    if given:
+        key, mode, ttl = _deduplication(reader) or (None, "reject", None)
+    debounce_id = reader.string("debounce_id")
+    debounce_ttl = reader.declared("debounce_ttl")
+    if key is None and debounce_id is not None:
+        return debounce_id, "reject", debounce_ttl, True
+    if key is None:
+        return None, "reject", None, False
+    return key, mode, ttl, False
+
+
 def build_job_spec(
     queue: str,
     name: object,
@@ -297,8 +389,7 @@ def build_job_spec(
     has_group = options.get("group_id") is not None
     priority = by_python("priority")
     priority_lo, priority_hi = (0, 2_097_151) if has_group else (priority.lo, priority.hi)
-    dedup_mode, unique_ttl = _dedup(reader)
-    unique_key = reader.string("unique_key")
+    unique_key, dedup_mode, unique_ttl, debounced = _dedup_key(reader)
     depends_on = reader.string_list("depends_on", limit=by_python("depends_on").hi)
     extras: dict[str, Any] = {}
     if depends_on:
@@ -307,6 +398,12 @@ def build_job_spec(
         value = reader.plain(option.name)
         if value is not None:
             extras[option.name] = value
+    removals: dict[str, bool] = {}
+    for key, kept in (("remove_on_complete", "keep_completed"), ("remove_on_fail", "keep_failed")):
+        at_once, keep = removal_policy(options.get(key), reader.label(key), prefix, key)
+        removals[key] = at_once
+        if keep is not None:
+            extras[kept] = keep
     timestamp = options.get("timestamp")
     if timestamp is not None:
         timestamp = float(reader.check_int("timestamp", timestamp, 0, by_python("timestamp").hi))
@@ -324,11 +421,12 @@ def build_job_spec(
         timeout_ms=reader.declared("timeout") or None,
         ttl_ms=reader.declared("ttl") or None,
         stall_timeout_ms=reader.declared("stall_timeout") or None,
-        remove_on_complete=reader.boolean("remove_on_complete"),
-        remove_on_fail=reader.boolean("remove_on_fail"),
+        remove_on_complete=removals["remove_on_complete"],
+        remove_on_fail=removals["remove_on_fail"],
         unique_key=unique_key,
         dedup_mode=dedup_mode if unique_key else "reject",
         unique_ttl_ms=unique_ttl if unique_key else None,
+        debounced=debounced,
         group_id=reader.string("group_id"),
         parent_id=reader.string("parent_id"),
         parent_queue=reader.string("parent_queue"),

@@ -86,10 +86,17 @@ async def get_children_values(ctx: EngineContext, parent_id: str) -> dict[str, A
 async def get_children_failures(
     ctx: EngineContext, parent_id: str, *, ignored: bool
 ) -> dict[str, str]:
-    """Errors of a parent's failed children, keyed ``"<queue>:<id>"``: those whose
-    failure the parent ignores (``ignored=True``) or the others."""
-    rows = await ctx.db.fetch(Q.job_children_failures, ctx.namespace, parent_id, ignored)
-    return {f"{row['queue']}:{row['id']}": str(row["reason"]) for row in rows}
+    """Errors of a parent's children that failed for good, keyed ``"<queue>:<id>"``
+    (bunqueue's key): with ``ignored``, those that failed with
+    ``ignore_dependency_on_failure`` (``GetIgnoredChildrenFailures``); without,
+    those that released the parent with ``continue_parent_on_failure``
+    (``GetFailedChildrenValues``).  Other policies record nothing
+    (:mod:`pgqueue.manager.flow_policy`)."""
+    wanted = "ignore" if ignored else "continue"
+    rows = await ctx.db.fetch(Q.job_children_failures, ctx.namespace, parent_id)
+    return {
+        f"{row['queue']}:{row['id']}": str(row["reason"]) for row in rows if row["mode"] == wanted
+    }
 
 
 async def get_jobs_by_ids(ctx: EngineContext, job_ids: Sequence[str]) -> dict[str, Job]:

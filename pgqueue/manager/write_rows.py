@@ -43,6 +43,7 @@ class FinishRow:
     attempt_entry: dict[str, Any] | None = None
     attempts_inc: int = 0
     remove: bool | None = None  # None: the job's own remove-on-complete / -fail option
+    keep: dict[str, Any] | None = None  # an ACK's count / {age, count}: kept in opts
 
     def column_values(self) -> tuple[Any, ...]:
         return (
@@ -58,6 +59,7 @@ class FinishRow:
             _json(self.attempt_entry),
             self.attempts_inc,
             self.remove,
+            _json(self.keep),
         )
 
 

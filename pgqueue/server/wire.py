@@ -31,6 +31,7 @@ __all__ = [
     "job_input_from_wire",
     "job_options_from_wire",
     "job_to_wire",
+    "removal_value",
 ]
 
 LEGACY_PENDING_PARENT = "pending"
@@ -76,24 +77,25 @@ _DECLARED = tuple(
 )
 """The options read by :func:`_read_declared`: plain kinds, and bunqueue's options the
 engine does not act on (type-checked all the same: ``durable`` only matters to
-bunqueue's SQLite mode; debouncing, ``groupMaxSize`` and ``sizeLimit`` are not built)."""
+bunqueue's SQLite mode; ``groupMaxSize`` and ``sizeLimit`` are not built)."""
 
 
-def _removal_flag(fields: Fields, name: str) -> bool | None:
+def removal_value(fields: Fields, name: str) -> Any:
     """removeOnComplete/removeOnFail: a boolean, or BullMQ's count / {age, count}
-    (any of which asks for removal)."""
+    (type-checked here; the engine's ``removal_policy`` gives their meaning)."""
     value = fields.get(name)
-    if value is None:
-        return None
-    if isinstance(value, bool):
+    if value is None or isinstance(value, bool):
         return value
-    if isinstance(value, int | float) and value >= 0:
-        return value > 0
+    if isinstance(value, int | float):
+        return fields.number(name, minimum=0)
     if isinstance(value, Mapping):
         keep = fields.nested(name)
+        spec: dict[str, Any] = {}
         for key in ("age", "count"):
-            keep.opt_number(key, minimum=0)
-        return True
+            number = keep.opt_number(key, minimum=0)
+            if number is not None:
+                spec[key] = number
+        return spec
     raise fields.error(name, "must be a boolean, a count or {age, count}")
 
 
@@ -154,6 +156,9 @@ def job_options_from_wire(fields: Fields, *, custom_id_key: str) -> dict[str, An
                 if flag is not None:
                     spec[key] = flag
             opts["dedup"] = spec
+    debounce = fields.opt_str("debounceId", max_len=256, non_empty=True)
+    if debounce is not None:
+        opts["debounce_id"] = debounce
     parent = fields.opt_job_id("parentId")
     if parent is not None and parent != LEGACY_PENDING_PARENT:
         opts["parent_id"] = parent
@@ -168,9 +173,9 @@ def job_options_from_wire(fields: Fields, *, custom_id_key: str) -> dict[str, An
         ("removeOnComplete", "remove_on_complete"),
         ("removeOnFail", "remove_on_fail"),
     ):
-        flag = _removal_flag(fields, flag_name)
-        if flag is not None:
-            opts[engine] = flag
+        removal = removal_value(fields, flag_name)
+        if removal is not None:
+            opts[engine] = removal
     repeat = _repeat(fields)
     if repeat is not None:
         opts["repeat"] = repeat

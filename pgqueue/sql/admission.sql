@@ -152,6 +152,37 @@ FROM unnest($2::text[], $3::text[]) AS k(queue, unique_key)
 WHERE j.namespace = $1 AND j.queue = k.queue AND j.unique_key = k.unique_key
   AND j.unique_expires_at <= statement_timestamp()
 
+-- name: job_unique_keys_held_finished
+-- Finished jobs that still hold a unique key: one pushed with a dedup TTL
+-- keeps it until the deadline, also after it finished (BullMQ's throttle
+-- mode).  The holders are locked (an extend or a replace of the same key
+-- waits).  $1 namespace, $2 queues, $3 unique keys (aligned).  Returns ord
+-- (1-based position in the arrays) and the holder's id.
+SELECT k.ord, h.id
+FROM unnest($2::text[], $3::text[]) WITH ORDINALITY AS k(queue, unique_key, ord)
+CROSS JOIN LATERAL (
+    SELECT f.id FROM pgqueue_finished f
+    WHERE f.namespace = $1 AND f.queue = k.queue AND f.unique_key = k.unique_key
+      AND f.unique_expires_at > statement_timestamp()
+    ORDER BY f.unique_expires_at DESC
+    LIMIT 1
+    FOR UPDATE
+) AS h
+
+-- name: job_unique_key_finished_extend
+-- Dedup 'extend' of a key a finished job holds: its deadline moves to now +
+-- $3 ms.  $1 namespace, $2 the holder's id.
+UPDATE pgqueue_finished
+SET unique_expires_at = statement_timestamp() + $3::bigint * interval '1 millisecond'
+WHERE namespace = $1 AND id = $2
+
+-- name: job_unique_key_finished_release
+-- Finished jobs $2 give up the unique key they still hold (a dedup 'replace',
+-- RemoveDeduplicationKey).  $1 namespace.
+UPDATE pgqueue_finished
+SET unique_expires_at = NULL
+WHERE namespace = $1 AND id = ANY($2::text[])
+
 -- name: job_find_live_owners
 -- For skipped admissions: the live job holding each id or (queue, unique key).
 -- $1 namespace, $2 ids, $3 queues, $4 unique keys (aligned).  Returns ord, id, by.

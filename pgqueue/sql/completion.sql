@@ -2,23 +2,23 @@
 -- A job leaves the hot table for pgqueue_finished: the rows of the CTE {rows}
 -- (deleted pgqueue_jobs rows, `j.*`, with outcome, result, failed_reason,
 -- error_text, new_stacktrace, new_attempt_log, new_attempts, removed), in the
--- namespace {namespace}.  A newer generation of the same id replaces an older
--- finished row.
+-- namespace {namespace}, with the opts {opts} (the row's, or the outcome's new
+-- ones).  A newer generation of the same id replaces an older finished row.
 INSERT INTO pgqueue_finished AS f (
     namespace, id, queue, name, data, state, priority, lifo, created_at, started_at,
     finished_at, attempts, max_attempts, backoff_type, backoff_ms, backoff_max_ms,
     timeout_ms, ttl_ms, stall_timeout_ms, remove_on_complete, remove_on_fail,
     custom_id, unique_key, group_id, parent_id, parent_queue, stall_count, fence,
     progress, progress_message, attempt_log, result, failed_reason, error, stacktrace,
-    removed, opts, token_salt)
+    removed, opts, token_salt, unique_expires_at)
 SELECT {namespace}, d.id, d.queue, d.name, d.data, d.outcome, d.priority, d.lifo, d.created_at,
        d.started_at, statement_timestamp(), d.new_attempts, d.max_attempts,
        d.backoff_type, d.backoff_ms, d.backoff_max_ms, d.timeout_ms, d.ttl_ms,
        d.stall_timeout_ms, d.remove_on_complete, d.remove_on_fail, d.custom_id,
        d.unique_key, d.group_id, d.parent_id, d.parent_queue, d.stall_count, d.fence,
        d.progress, d.progress_message, d.new_attempt_log, d.result, d.failed_reason,
-       d.error_text, coalesce(d.new_stacktrace, d.stacktrace), d.removed, d.opts,
-       d.token_salt
+       d.error_text, coalesce(d.new_stacktrace, d.stacktrace), d.removed, {opts},
+       d.token_salt, d.unique_expires_at
 FROM {rows} d
 ON CONFLICT (namespace, id) DO UPDATE SET
     queue = EXCLUDED.queue, name = EXCLUDED.name, data = EXCLUDED.data,
@@ -38,7 +38,7 @@ ON CONFLICT (namespace, id) DO UPDATE SET
     attempt_log = EXCLUDED.attempt_log, result = EXCLUDED.result,
     failed_reason = EXCLUDED.failed_reason, error = EXCLUDED.error,
     stacktrace = EXCLUDED.stacktrace, removed = EXCLUDED.removed, opts = EXCLUDED.opts,
-    token_salt = EXCLUDED.token_salt
+    token_salt = EXCLUDED.token_salt, unique_expires_at = EXCLUDED.unique_expires_at
 
 -- name: job_finish_many
 -- Terminal transitions in one statement: each job leaves the hot table for
@@ -46,12 +46,15 @@ ON CONFLICT (namespace, id) DO UPDATE SET
 -- the outbox gets their events, with one NOTIFY hint.  Every row is a
 -- compare-and-set on (id, state, fence) and, when a token is given, on the
 -- token and an unexpired lease (database clock).  A newer generation of the
--- same id replaces an older finished row.  :namespace; aligned arrays, one
+-- same id replaces an older finished row.  A unique key with a TTL stays
+-- held by the finished row until its deadline (unique_expires_at, BullMQ's
+-- throttle mode).  :namespace; aligned arrays, one
 -- element per job (the fields of write_rows.FinishRow): :id, :token (NULL:
 -- validated under lock by the caller), :fence, :expected_state, :outcome
 -- ('completed' | 'failed'), :result, :failed_reason, :error, :stacktrace,
 -- :attempt_entry (NULL: none), :attempts_inc; then :broker_id, :session_id,
--- :remove (an array: NULL is the job's own option), :skip_with_dependents skip
+-- :remove (an array: NULL is the job's own option), :keep (an ACK's count /
+-- {age, count}, kept in opts as keep_completed), :skip_with_dependents skip
 -- jobs that have dependents (the fast path: their completion must also release
 -- dependents, in a second statement with a fresh snapshot; see completion.py).
 WITH input AS (
@@ -59,10 +62,10 @@ WITH input AS (
     FROM unnest(:id::text[], :token::text[], :fence::bigint[], :expected_state::text[],
                 :outcome::text[], :result::json[], :failed_reason::text[], :error::text[],
                 :stacktrace::json[], :attempt_entry::jsonb[], :attempts_inc::int[],
-                :remove::bool[])
+                :remove::bool[], :keep::jsonb[])
          WITH ORDINALITY AS t(id, token, fence, expected_state, outcome, result,
                               failed_reason, error, stacktrace, attempt_entry,
-                              attempts_inc, remove, ord)
+                              attempts_inc, remove, keep, ord)
 ), done AS (
     DELETE FROM pgqueue_jobs j
     USING input i
@@ -81,10 +84,25 @@ WITH input AS (
               CASE WHEN i.attempt_entry IS NULL THEN j.attempt_log
                    ELSE j.attempt_log || jsonb_build_array(i.attempt_entry) END AS new_attempt_log,
               j.attempts + i.attempts_inc AS new_attempts,
+              CASE WHEN i.keep IS NULL THEN j.opts
+                   ELSE j.opts || jsonb_build_object('keep_completed', i.keep) END AS new_opts,
               CASE WHEN i.outcome = 'completed' THEN coalesce(i.remove, j.remove_on_complete)
-                   ELSE coalesce(i.remove, j.remove_on_fail) END AS removed
+                   ELSE coalesce(i.remove, j.remove_on_fail)
+                        -- removeOnFail never deletes a job a live dependent still waits
+                        -- for (no policy lets it go on): it keeps its DLQ entry
+                        AND NOT (j.has_dependents AND EXISTS (
+                            SELECT 1
+                            FROM pgqueue_dependencies e
+                            JOIN pgqueue_jobs w ON w.namespace = e.namespace AND w.id = e.job_id
+                            CROSS JOIN LATERAL (SELECT
+                                -- include: flow_failure_mode(opts=j.opts, parent=j.parent_id)
+                                AS mode) m
+                            WHERE e.namespace = :namespace AND e.depends_on = j.id
+                              AND (m.mode IS NULL
+                                   OR (m.mode = 'fail' AND w.id IS DISTINCT FROM j.parent_id))))
+              END AS removed
 ), archived AS (
-    -- include: job_archive(rows=done, namespace=:namespace)
+    -- include: job_archive(rows=done, namespace=:namespace, opts=d.new_opts)
 ), dead_lettered AS (
     INSERT INTO pgqueue_dlq AS q (namespace, job_id, queue, reason, error, entered_at, attempts,
                                   retry_count, last_retry_at)
@@ -120,7 +138,7 @@ WITH input AS (
     -- include: notify_hint(namespace=:namespace)
 )
 SELECT d.ord, d.id, d.queue, d.outcome, d.has_dependents, d.parent_id, d.parent_queue,
-       d.opts, d.failed_reason
+       d.opts, d.failed_reason, d.error_text AS error
 FROM done d, (SELECT count(*) FROM notified) AS hint
 
 -- name: job_lock_for_failure
@@ -232,6 +250,37 @@ LEFT JOIN pgqueue_finished f ON f.namespace = $1 AND f.id = i.id
 WITH edges AS (
     DELETE FROM pgqueue_dependencies d
     WHERE d.namespace = $1 AND d.depends_on = ANY($2::text[])
+    RETURNING d.job_id
+),
+-- include: dependency_release(namespace=$1)
+SELECT r.id, r.queue, r.state FROM released r, (SELECT count(*) FROM notified) AS hint
+
+-- fragment: flow_failure_mode
+-- The failure policy a job applies when it fails for good ('fail', 'continue',
+-- 'ignore', 'remove' or NULL), from its opts {opts} and parent id {parent}: the
+-- SQL twin of manager/flow_policy.flow_failure_mode (the first option set wins;
+-- 'fail' needs a parent).
+CASE WHEN coalesce(({opts} ->> 'fail_parent_on_failure')::boolean, false)
+          AND {parent} IS NOT NULL THEN 'fail'
+     WHEN coalesce(({opts} ->> 'continue_parent_on_failure')::boolean, false) THEN 'continue'
+     WHEN coalesce(({opts} ->> 'ignore_dependency_on_failure')::boolean, false) THEN 'ignore'
+     WHEN coalesce(({opts} ->> 'remove_dependency_on_failure')::boolean, false) THEN 'remove'
+END
+
+-- name: flow_parents_continue
+-- continue_parent_on_failure: the parents $2 that still wait for children run
+-- at once: every edge they wait on goes (also those of children still
+-- running or waiting), and they are released with a 'waiting' event.
+-- $1 namespace.  Returns the released parents.
+WITH parents AS (
+    SELECT j.id FROM pgqueue_jobs j
+    WHERE j.namespace = $1 AND j.id = ANY($2::text[]) AND j.state = 'waiting-children'
+    ORDER BY j.id
+    FOR UPDATE
+), edges AS (
+    DELETE FROM pgqueue_dependencies d
+    USING parents p
+    WHERE d.namespace = $1 AND d.job_id = p.id
     RETURNING d.job_id
 ),
 -- include: dependency_release(namespace=$1)

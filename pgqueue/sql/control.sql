@@ -135,7 +135,7 @@ WITH blocked AS (
               NULL::json AS new_stacktrace, j.attempt_log AS new_attempt_log,
               j.attempts AS new_attempts, true AS removed
 ), archived AS (
-    -- include: job_archive(rows=done, namespace=:namespace)
+    -- include: job_archive(rows=done, namespace=:namespace, opts=d.opts)
 ), edges AS (
     DELETE FROM pgqueue_dependencies d
     USING done r

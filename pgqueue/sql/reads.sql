@@ -87,13 +87,15 @@ WHERE f.namespace = $1 AND f.parent_id = $2 AND f.state = 'completed'
 ORDER BY f.finished_at, f.id
 
 -- name: job_children_failures
--- Failed children of a parent and their errors: $3 true for the children whose
--- failure the parent ignores (ignore_dependency_on_failure), false for the others.
--- $1 namespace, $2 parent id, $3 ignored.
-SELECT f.id, f.queue, coalesce(f.error, f.failed_reason, '') AS reason
+-- Failed children of a parent, their errors and the policy they applied
+-- (flow_failure_mode), also those removed on fail: their hidden row is kept
+-- while the parent is live, which is when it reads them.  $1 namespace,
+-- $2 parent id.
+SELECT f.id, f.queue, coalesce(f.error, f.failed_reason, '') AS reason,
+-- include: flow_failure_mode(opts=f.opts, parent=f.parent_id)
+       AS mode
 FROM pgqueue_finished f
-WHERE f.namespace = $1 AND f.parent_id = $2 AND f.state = 'failed' AND NOT f.removed
-  AND coalesce((f.opts ->> 'ignore_dependency_on_failure')::boolean, false) = $3::boolean
+WHERE f.namespace = $1 AND f.parent_id = $2 AND f.state = 'failed'
 ORDER BY f.finished_at, f.id
 
 -- name: job_get_by_ids

@@ -110,27 +110,54 @@ WHERE j.namespace = $1 AND j.parent_id = ANY($2::text[])
 RETURNING j.id
 
 -- name: job_unique_key_owner
--- The live job holding the deduplication key $3 of queue $2 (a key whose TTL
--- has passed is held by nobody).  $1 namespace.
-SELECT j.id
-FROM pgqueue_jobs j
-WHERE j.namespace = $1 AND j.queue = $2 AND j.unique_key = $3
-  AND (j.unique_expires_at IS NULL OR j.unique_expires_at > statement_timestamp())
+-- The job holding the deduplication key $3 of queue $2: a live job (a key
+-- whose TTL has passed is held by nobody) or a finished one whose key's TTL
+-- outlives it.  $1 namespace.
+SELECT o.id FROM (
+    SELECT j.id
+    FROM pgqueue_jobs j
+    WHERE j.namespace = $1 AND j.queue = $2 AND j.unique_key = $3
+      AND (j.unique_expires_at IS NULL OR j.unique_expires_at > statement_timestamp())
+    UNION ALL
+    SELECT f.id
+    FROM pgqueue_finished f
+    WHERE f.namespace = $1 AND f.queue = $2 AND f.unique_key = $3
+      AND f.unique_expires_at > statement_timestamp()
+) AS o
+LIMIT 1
 
 -- name: job_unique_key_clear
 -- Free the deduplication key $3 of queue $2: its owner keeps running or
--- waiting, and the next push with that key is admitted.  $1 namespace.
-UPDATE pgqueue_jobs j
-SET unique_key = NULL, unique_expires_at = NULL
-WHERE j.namespace = $1 AND j.queue = $2 AND j.unique_key = $3
-  AND (j.unique_expires_at IS NULL OR j.unique_expires_at > statement_timestamp())
-RETURNING j.id
+-- waiting (or stays finished), and the next push with that key is admitted.
+-- $1 namespace.
+WITH live AS (
+    UPDATE pgqueue_jobs j
+    SET unique_key = NULL, unique_expires_at = NULL
+    WHERE j.namespace = $1 AND j.queue = $2 AND j.unique_key = $3
+      AND (j.unique_expires_at IS NULL OR j.unique_expires_at > statement_timestamp())
+    RETURNING j.id
+), finished AS (
+    UPDATE pgqueue_finished f
+    SET unique_expires_at = NULL
+    WHERE f.namespace = $1 AND f.queue = $2 AND f.unique_key = $3
+      AND f.unique_expires_at > statement_timestamp()
+    RETURNING f.id
+)
+SELECT id FROM live UNION ALL SELECT id FROM finished
 
 -- name: job_unique_key_clear_by_id
--- Free the deduplication key that live job $2 holds (no row when it holds
--- none).  $1 namespace.
-UPDATE pgqueue_jobs j
-SET unique_key = NULL, unique_expires_at = NULL
-WHERE j.namespace = $1 AND j.id = $2 AND j.unique_key IS NOT NULL
-  AND (j.unique_expires_at IS NULL OR j.unique_expires_at > statement_timestamp())
-RETURNING j.id
+-- Free the deduplication key that job $2 holds, live or finished (no row
+-- when it holds none).  $1 namespace.
+WITH live AS (
+    UPDATE pgqueue_jobs j
+    SET unique_key = NULL, unique_expires_at = NULL
+    WHERE j.namespace = $1 AND j.id = $2 AND j.unique_key IS NOT NULL
+      AND (j.unique_expires_at IS NULL OR j.unique_expires_at > statement_timestamp())
+    RETURNING j.id
+), finished AS (
+    UPDATE pgqueue_finished f
+    SET unique_expires_at = NULL
+    WHERE f.namespace = $1 AND f.id = $2 AND f.unique_expires_at > statement_timestamp()
+    RETURNING f.id
+)
+SELECT id FROM live UNION ALL SELECT id FROM finished

@@ -51,6 +51,55 @@ SELECT count(*)::int AS pruned,
        coalesce(array_agg(g.id) FILTER (WHERE g.state = 'failed'), '{}') AS failed_ids
 FROM gone g
 
+-- name: finished_keep_trim
+-- removeOnComplete / removeOnFail as a count or {age, count} (BullMQ's keep
+-- jobs): a finished job whose policy (opts keep_completed / keep_failed) no
+-- longer keeps it is hidden (removed = true, as a job removed at once: a
+-- completion proof its dependents still resolve with) and a failed one
+-- leaves the DLQ, unless a live job still waits for it.  Kept are the newest
+-- `count` visible finished jobs of its queue in its state (all jobs of the
+-- queue count, whatever their own option) and those finished less than `age`
+-- seconds before the clock.  Only queues and states that have such jobs are
+-- read (pgqueue_finished_keep_idx).  $1 namespace, $2 batch size, $3 the
+-- clock (NULL: the database clock).  Returns how many rows were hidden.
+WITH scope AS (
+    SELECT DISTINCT f.queue, f.state
+    FROM pgqueue_finished f
+    WHERE f.namespace = $1 AND NOT f.removed
+      AND (f.opts ? 'keep_completed' OR f.opts ? 'keep_failed')
+), ranked AS (
+    SELECT f.id, f.state, f.finished_at,
+           f.opts -> (CASE WHEN f.state = 'completed' THEN 'keep_completed'
+                           ELSE 'keep_failed' END) AS keep,
+           row_number() OVER (PARTITION BY f.queue, f.state
+                              ORDER BY f.finished_at DESC, f.id DESC) AS newer
+    FROM scope s
+    JOIN pgqueue_finished f ON f.namespace = $1 AND f.queue = s.queue AND f.state = s.state
+    WHERE NOT f.removed
+), doomed AS (
+    SELECT r.id, r.state
+    FROM ranked r, (SELECT coalesce($3::timestamptz, statement_timestamp()) AS now) clock
+    WHERE r.keep IS NOT NULL
+      AND ((r.keep ? 'count' AND r.newer > (r.keep ->> 'count')::bigint)
+        OR (r.keep ? 'age'
+            AND r.finished_at < clock.now - (r.keep ->> 'age')::float8 * interval '1 second'))
+      AND NOT (r.state = 'failed'
+               AND EXISTS (SELECT 1 FROM pgqueue_dependencies e
+                           JOIN pgqueue_jobs w ON w.namespace = e.namespace AND w.id = e.job_id
+                           WHERE e.namespace = $1 AND e.depends_on = r.id))
+    LIMIT $2
+), hidden AS (
+    UPDATE pgqueue_finished f SET removed = true
+    FROM doomed d
+    WHERE f.namespace = $1 AND f.id = d.id
+    RETURNING f.id, f.state
+), dlq AS (
+    DELETE FROM pgqueue_dlq q
+    USING hidden h
+    WHERE q.namespace = $1 AND q.job_id = h.id AND h.state = 'failed'
+)
+SELECT count(*)::int FROM hidden
+
 -- fragment: event_prune_bound
 -- The CTE `bound`: the xid below which events may go: this snapshot's xmin,
 -- {horizon} when given (the previous pass's horizon), and the webhook

@@ -215,7 +215,7 @@ async def test_children_failure_queries_name_each_failed_child_and_its_error(
     a, b = clients
     parents, kids = new_queue(), new_queue()
     parent = await push(a, parents)
-    failing = await push(a, kids, "fails", maxAttempts=1)
+    failing = await push(a, kids, "fails", maxAttempts=1, continueParentOnFailure=True)
     ignored = await push(a, kids, "ignored", maxAttempts=1, ignoreDependencyOnFailure=True)
     fine = await push(a, kids, "fine")
     for child in (failing, ignored, fine):

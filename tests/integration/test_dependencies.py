@@ -152,7 +152,7 @@ async def test_a_dependent_pushed_while_its_dependency_completes_is_never_strand
         await _run_one(manager, "race")
 
 
-async def test_children_failures_are_told_apart_by_whether_the_parent_ignores_them(
+async def test_children_failures_are_told_apart_by_the_policy_they_applied(
     manager: PostgresQueueManager,
 ) -> None:
     tree = await manager.push_flow(
@@ -161,6 +161,11 @@ async def test_children_failures_are_told_apart_by_whether_the_parent_ignores_th
             "queue": "parents",
             "children": [
                 {"name": "strict", "queue": "kids", "opts": {"attempts": 1}},
+                {
+                    "name": "urgent",
+                    "queue": "kids",
+                    "opts": {"attempts": 1, "continue_parent_on_failure": True},
+                },
                 {
                     "name": "lenient",
                     "queue": "kids",
@@ -171,7 +176,7 @@ async def test_children_failures_are_told_apart_by_whether_the_parent_ignores_th
         }
     )
     ids = {child["name"]: child["id"] for child in tree["children"]}
-    for claim in await manager.pull_batch("kids", 3):
+    for claim in await manager.pull_batch("kids", 4):
         if claim.name == "fine":
             await manager.ack(claim.id, claim.token, "ok")
         else:
@@ -179,6 +184,6 @@ async def test_children_failures_are_told_apart_by_whether_the_parent_ignores_th
 
     failed = await manager.get_children_failures(tree["id"], ignored=False)
     ignored = await manager.get_children_failures(tree["id"], ignored=True)
-    assert failed == {f"kids:{ids['strict']}": "strict broke"}
+    assert failed == {f"kids:{ids['urgent']}": "urgent broke"}  # not 'strict': no policy
     assert ignored == {f"kids:{ids['lenient']}": "lenient broke"}
     assert await manager.get_children_values(tree["id"]) == {f"kids:{ids['fine']}": "ok"}

@@ -142,7 +142,9 @@ async def test_pruning_a_failed_job_a_dead_lettered_parent_depended_on_lets_it_b
         }
     )
     parent_id, c = tree["id"], tree["children"][0]["id"]
-    for queue in ("deps", "kids"):
+    # The child fails first: once the parent is dead-lettered, no live job waits
+    # for dep, so removeOnFail removes it (a live waiter would keep it in the DLQ).
+    for queue in ("kids", "deps"):
         [claim] = await manager.pull_batch(queue, 1)
         await manager.fail(claim.id, claim.token, f"{queue} broke")
     assert await manager.get_state(parent_id) == "failed"

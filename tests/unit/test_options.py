@@ -190,7 +190,11 @@ BOUNDS = [
     ({"delay": math.inf}, "delay must be a finite number"),
     ({"delay": 1.5}, "delay must be an integer"),
     ({"lifo": 1}, "lifo must be a boolean"),
-    ({"remove_on_complete": "yes"}, "remove_on_complete must be a boolean"),
+    (
+        {"remove_on_complete": "yes"},
+        "remove_on_complete must be a boolean, a count or {age, count}",
+    ),
+    ({"remove_on_fail": -1}, "remove_on_fail must be at least 0"),
     ({"job_id": 5}, "job_id must be a string"),
     ({"job_id": ""}, f"job_id {NON_EMPTY}"),
     ({"group_id": "g\n"}, f"group_id {NON_EMPTY}"),
@@ -252,8 +256,8 @@ def test_unknown_options_are_refused_by_name_in_sorted_order() -> None:
 
 
 def test_labels_render_the_callers_field_names_while_field_keeps_the_key() -> None:
-    error = refused({"remove_on_complete": 1}, labels={"remove_on_complete": "removeOnComplete"})
-    assert error.message == "removeOnComplete must be a boolean"
+    error = refused({"remove_on_complete": "1"}, labels={"remove_on_complete": "removeOnComplete"})
+    assert error.message == "removeOnComplete must be a boolean, a count or {age, count}"
     assert error.field == "remove_on_complete"
 
 

@@ -11,7 +11,7 @@ from pgqueue.manager.models import AckItem, ClaimedJob, ItemOutcome
 from pgqueue.protocol import Fields
 from pgqueue.server.registry import CommandGroup
 from pgqueue.server.request import Request
-from pgqueue.server.wire import check_pull_group, client_message, job_to_wire
+from pgqueue.server.wire import check_pull_group, client_message, job_to_wire, removal_value
 
 group = CommandGroup()
 command = group.command
@@ -123,7 +123,7 @@ async def ack(req: Request) -> dict[str, Any] | None:
     if token is None:
         raise ValidationError(f"Lock token required for job {job_id}", field="token")
     result = f.opt_json_value("result")
-    remove = f.opt_bool("removeOnComplete")
+    remove = removal_value(f, "removeOnComplete")
     outcome = await req.broker.ack(AckItem(job_id, token, result, remove))
     _forget(req, outcome, token)
     return _finalized(outcome)
@@ -147,7 +147,7 @@ async def ack_batch(req: Request) -> dict[str, Any] | None:
             missing.append(i)
             continue
         entry = Fields({"result": results[i], "remove": removes[i]}, path=f"[{i}].")
-        result, remove = entry.opt_json_value("result"), entry.opt_bool("remove")
+        result, remove = entry.opt_json_value("result"), removal_value(entry, "remove")
         items.append(AckItem(job_id, token, result, remove, where=f"results[{i}]"))
     outcomes = await req.manager.ack_batch(items) if items else []
     req.broker.count_stale(outcomes)
