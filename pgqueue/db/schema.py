@@ -31,7 +31,7 @@ __all__ = [
 ]
 
 VERSION_TABLE = "pgqueue_alembic_version"
-KNOWN_REVISIONS = ("0001", "0002", "0003", "0004", "0005", "0006", "0007", "0008", "0009")
+KNOWN_REVISIONS = ("0001", "0002", "0003", "0004", "0005", "0006", "0007", "0008", "0009", "0011")
 SCHEMA_VERSION = KNOWN_REVISIONS[-1]
 MIGRATION_LOCK_KEY = 0x7067_7175_6575_6501  # "pgqueue" + 1
 
