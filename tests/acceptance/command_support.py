@@ -38,6 +38,7 @@ TABLES = (
     "pgqueue_queues",
     "pgqueue_workers",
     "pgqueue_dependencies",
+    "pgqueue_groups",
 )
 
 
