@@ -20,6 +20,7 @@ DECLARE
     v_grace_ms bigint;
     v_ids text[] := '{}';
     v_gids text[] := '{}';
+    v_ggroups text[] := '{}';
     v_turn bigint;
     v_retry bigint;
     v_group_retry bigint;
@@ -81,9 +82,10 @@ BEGIN
             LIMIT v_cap
             FOR UPDATE SKIP LOCKED) s;
         v_left := v_cap - cardinality(v_ids);
-        IF v_left > 0 AND EXISTS (SELECT 1 FROM pgqueue_jobs g
-                                  WHERE g.namespace = p_namespace AND g.queue = p_queue
-                                    AND g.state = 'pending' AND g.group_id IS NOT NULL) THEN
+        IF v_left > 0 AND (SELECT g.group_id FROM pgqueue_jobs g
+                           WHERE g.namespace = p_namespace AND g.queue = p_queue
+                             AND g.state = 'pending' AND g.group_id IS NOT NULL
+                           ORDER BY g.group_id LIMIT 1) IS NOT NULL THEN
             -- Every group with pending jobs gets a state row (its turn), found by a
             -- skip scan of the group index: one descent per group.
             INSERT INTO pgqueue_groups (namespace, queue, group_id)
@@ -108,7 +110,7 @@ BEGIN
             -- the group's own limits, else the puller's defaults), then round robin:
             -- the first job of every group by turn (least recently served first),
             -- then the second of every group, ...
-            WITH budgets AS (
+            WITH budgets AS MATERIALIZED (
                 SELECT gs.group_id, gs.last_served, b.budget, b.reopen_at
                 FROM pgqueue_groups gs
                 CROSS JOIN LATERAL (
@@ -143,16 +145,26 @@ BEGIN
                              THEN gs.rate_window_started_at + gs.rate_window_ms * interval '1 millisecond'
                         END AS reopen_at
                 ) b
+                -- a due job in the group: one probe of the group index per group
+                -- (LIMIT keeps it a probe, not a semi-join over the backlog)
+                CROSS JOIN LATERAL (
+                    SELECT 1 FROM pgqueue_jobs h
+                    WHERE h.namespace = p_namespace AND h.queue = p_queue
+                      AND h.state = 'pending' AND h.group_id = gs.group_id
+                      AND h.run_at <= v_now
+                    LIMIT 1
+                ) due
                 WHERE gs.namespace = p_namespace AND gs.queue = p_queue
-                  AND EXISTS (SELECT 1 FROM pgqueue_jobs h
-                              WHERE h.namespace = p_namespace AND h.queue = p_queue
-                                AND h.state = 'pending' AND h.group_id = gs.group_id
-                                AND h.run_at <= v_now)
             ), retry AS (
                 SELECT min(reopen_at) AS reopen_at FROM budgets WHERE budget <= 0
-            ), candidates AS (
+            ), share AS (
+                -- rounds needed if every open group had jobs enough
+                SELECT ceil(v_left::numeric / greatest(1, count(*)))::integer AS per_group
+                FROM budgets WHERE budget > 0
+            ), candidates AS MATERIALIZED (
                 SELECT c.id, c.pos, bu.last_served, bu.group_id
                 FROM budgets bu
+                CROSS JOIN share
                 CROSS JOIN LATERAL (
                     SELECT h.id, row_number() OVER (ORDER BY h.priority, h.sort_key, h.id) AS pos
                     FROM (SELECT h.id, h.priority, h.sort_key FROM pgqueue_jobs h
@@ -161,28 +173,52 @@ BEGIN
                             AND h.run_at <= v_now
                             AND (h.expires_at IS NULL OR h.expires_at > v_now)
                           ORDER BY h.priority, h.sort_key, h.id
-                          LIMIT bu.budget) h
+                          LIMIT least(bu.budget, share.per_group)) h
                 ) c
                 WHERE bu.budget > 0
-            ), picked AS (
-                SELECT j.id, c.pos, c.last_served, c.group_id
+            ), chosen AS MATERIALIZED (
+                SELECT c.id, c.pos, c.last_served, c.group_id
                 FROM candidates c
-                JOIN pgqueue_jobs j ON j.namespace = p_namespace AND j.id = c.id
-                WHERE j.state = 'pending'
                 ORDER BY c.pos, c.last_served NULLS FIRST, c.group_id
                 LIMIT v_left
+            ), locked AS (
+                -- planned claims of the queue are serialised by its row lock, so
+                -- only other writers (cancel, remove, ...) can hold a chosen row
+                SELECT j.id
+                FROM unnest((SELECT array_agg(c.id) FROM chosen c)::text[]) AS u(id)
+                JOIN pgqueue_jobs j ON j.namespace = p_namespace AND j.id = u.id
+                WHERE j.state = 'pending'
                 FOR UPDATE OF j SKIP LOCKED
+            ), picked AS (
+                SELECT c.* FROM chosen c JOIN locked l ON l.id = c.id
             )
-            SELECT coalesce((SELECT array_agg(p.id ORDER BY p.pos, p.last_served NULLS FIRST, p.group_id)
-                             FROM picked p), '{}'),
+            SELECT coalesce(array_agg(p.id ORDER BY p.pos, p.last_served NULLS FIRST, p.group_id), '{}'),
+                   coalesce(array_agg(p.group_id ORDER BY p.pos, p.last_served NULLS FIRST, p.group_id), '{}'),
                    (SELECT greatest(1, ceil(extract(epoch FROM r.reopen_at - v_now) * 1000))::bigint
                     FROM retry r)
-            INTO v_gids, v_group_retry;
+            INTO v_gids, v_ggroups, v_group_retry
+            FROM picked p;
 
             IF cardinality(v_gids) > 0 THEN
                 -- Advance the turns in serving order and count the claims in each
                 -- group's rate window.
                 v_turn := nextval('pgqueue_group_turn_seq') * 10000;
+                WITH served AS MATERIALIZED (
+                    SELECT u.group_id, count(*)::integer AS n, max(u.ord) AS last_pos
+                    FROM unnest(v_ggroups) WITH ORDINALITY AS u(group_id, ord)
+                    GROUP BY u.group_id
+                ), next AS (
+                    SELECT gs.group_id, s.n, s.last_pos,
+                           coalesce(gs.rate_limit, p_group_max) AS rmax,
+                           CASE WHEN gs.rate_limit IS NOT NULL THEN gs.rate_duration_ms
+                                ELSE p_group_duration_ms END AS rdur,
+                           (gs.rate_window_started_at IS NOT NULL
+                            AND gs.rate_window_started_at
+                                + gs.rate_window_ms * interval '1 millisecond' > v_now) AS open
+                    FROM served s
+                    JOIN pgqueue_groups gs ON gs.namespace = p_namespace AND gs.queue = p_queue
+                                          AND gs.group_id = s.group_id
+                )
                 UPDATE pgqueue_groups gs
                 SET last_served = v_turn + s.last_pos,
                     rate_window_started_at = CASE
@@ -194,21 +230,7 @@ BEGIN
                     rate_count = CASE
                         WHEN s.rmax IS NULL THEN gs.rate_count
                         WHEN s.open THEN gs.rate_count + s.n ELSE s.n END
-                FROM (
-                    SELECT j.group_id, count(*)::integer AS n, max(u.ord) AS last_pos,
-                           coalesce(g2.rate_limit, p_group_max) AS rmax,
-                           CASE WHEN g2.rate_limit IS NOT NULL THEN g2.rate_duration_ms
-                                ELSE p_group_duration_ms END AS rdur,
-                           (g2.rate_window_started_at IS NOT NULL
-                            AND g2.rate_window_started_at
-                                + g2.rate_window_ms * interval '1 millisecond' > v_now) AS open
-                    FROM unnest(v_gids) WITH ORDINALITY AS u(id, ord)
-                    JOIN pgqueue_jobs j ON j.namespace = p_namespace AND j.id = u.id
-                    JOIN pgqueue_groups g2 ON g2.namespace = p_namespace AND g2.queue = p_queue
-                                          AND g2.group_id = j.group_id
-                    GROUP BY j.group_id, g2.rate_limit, g2.rate_duration_ms,
-                             g2.rate_window_started_at, g2.rate_window_ms
-                ) s
+                FROM next s
                 WHERE gs.namespace = p_namespace AND gs.queue = p_queue AND gs.group_id = s.group_id;
             ELSIF cardinality(v_ids) = 0 THEN
                 v_retry := coalesce(v_retry, v_group_retry);

@@ -25,9 +25,10 @@ WITH session AS (
            coalesce((q.stall_config ->> 'gracePeriod')::bigint, 0) AS grace_ms,
            coalesce(q.paused, false) AS paused,
            (q.rate_limit IS NOT NULL OR q.concurrency_limit IS NOT NULL
-            OR EXISTS (SELECT 1 FROM pgqueue_jobs g
-                       WHERE g.namespace = :namespace AND g.queue = :queue
-                         AND g.state = 'pending' AND g.group_id IS NOT NULL)) AS plan_needed
+            OR (SELECT g.group_id FROM pgqueue_jobs g  -- a probe of the group index
+                WHERE g.namespace = :namespace AND g.queue = :queue
+                  AND g.state = 'pending' AND g.group_id IS NOT NULL
+                ORDER BY g.group_id LIMIT 1) IS NOT NULL) AS plan_needed
     FROM (SELECT 1) AS one
     LEFT JOIN pgqueue_queues q ON q.namespace = :namespace AND q.queue = :queue
 ), locked AS (
