@@ -33,8 +33,9 @@ TS_SCENARIOS = [
     "retry_dlq",
     "data_order",
     "no_locks",
+    "limits",
 ]
-PY_SCENARIOS = ["add_worker", "flow", "dedup", "retry_dlq"]
+PY_SCENARIOS = ["add_worker", "flow", "dedup", "retry_dlq", "limits"]
 TOKEN = "client-secret"
 
 
