@@ -25,6 +25,75 @@ clients = support.clients
 Clients = tuple[Connection, Connection]
 
 
+# First in the module: later tests leave pulled jobs that their closing connections give back.
+@pytest.mark.parametrize(
+    ("message", "error"),
+    [
+        ({"cmd": "RateLimit", "queue": "q"}, "limit is required"),
+        ({"cmd": "RateLimit", "queue": "q", "limit": 0}, "limit must be at least 1"),
+        ({"cmd": "RateLimit", "queue": "q", "limit": "5"}, "limit must be a number"),
+        (
+            {"cmd": "RateLimit", "queue": "q", "limit": 5, "duration": 0},
+            "duration must be at least 1",
+        ),
+        ({"cmd": "RateLimit", "queue": "q", "limit": 5, "ttl": -1}, "ttl must be at least 1"),
+        ({"cmd": "SetConcurrency", "queue": "q", "limit": 1.5}, "limit must be an integer"),
+        (
+            {"cmd": "SetConcurrency", "queue": "bad queue!", "limit": 1},
+            "Queue name contains invalid characters",
+        ),
+        ({"cmd": "GetQueueLimits", "queue": "q", "maxJobs": 0}, "maxJobs must be at least 1"),
+        ({"cmd": "SetGroupConcurrency", "queue": "q", "concurrency": 1}, "groupId is required"),
+        (
+            {"cmd": "SetGroupConcurrency", "queue": "q", "groupId": 5, "concurrency": 1},
+            "groupId must be a string",
+        ),
+        (
+            {"cmd": "SetGroupConcurrency", "queue": "q", "groupId": "", "concurrency": 1},
+            "groupId must be a non-empty string",
+        ),
+        (
+            {"cmd": "SetGroupConcurrency", "queue": "q", "groupId": "g", "concurrency": 0},
+            "concurrency must be at least 1",
+        ),
+        (
+            {"cmd": "SetGroupRateLimit", "queue": "q", "groupId": "g", "max": 1},
+            "duration is required",
+        ),
+        (
+            {"cmd": "SetGroupRateLimit", "queue": "q", "groupId": "g", "max": 0, "duration": 5},
+            "max must be at least 1",
+        ),
+        (
+            {"cmd": "RateLimitGroup", "queue": "q", "groupId": "g", "duration": 0},
+            "duration must be at least 1",
+        ),
+        (
+            {"cmd": "PauseGroup", "queue": "q", "groupId": "g" * 300},
+            "groupId must be at most 256 characters long",
+        ),
+        ({"cmd": "ResumeGroup", "queue": "q"}, "groupId is required"),
+        ({"cmd": "IsGroupPaused", "groupId": "g"}, "Queue name is required"),
+        (
+            {"cmd": "GetGroupRateLimitTtl", "queue": "q", "groupId": "g", "maxJobs": -1},
+            "maxJobs must be at least 1",
+        ),
+        (
+            {"cmd": "PULL", "queue": "q", "group": {"limit": {"max": 1}}},
+            "group.limit.duration is required",
+        ),
+        (
+            {"cmd": "PULL", "queue": "q", "group": {"concurrency": 0}},
+            "group.concurrency must be at least 1",
+        ),
+    ],
+)
+async def test_bad_limit_and_group_commands_are_refused_and_change_nothing(
+    pair: Pair, clients: Clients, message: dict[str, Any], error: str
+) -> None:
+    await assert_refused(pair, clients, message, error)
+
+
 @contextlib.asynccontextmanager
 async def connections(pair: Pair, per_broker: int) -> AsyncIterator[list[Connection]]:
     opened = []
@@ -292,71 +361,3 @@ async def test_pull_group_defaults_cap_every_group(pair: Pair, clients: Clients)
     assert sorted(job["groupId"] for job in first["jobs"]) == ["x", "y"]
     assert second["jobs"] == []
     assert await active_count(pair, queue) == 2
-
-
-@pytest.mark.parametrize(
-    ("message", "error"),
-    [
-        ({"cmd": "RateLimit", "queue": "q"}, "limit is required"),
-        ({"cmd": "RateLimit", "queue": "q", "limit": 0}, "limit must be at least 1"),
-        ({"cmd": "RateLimit", "queue": "q", "limit": "5"}, "limit must be a number"),
-        (
-            {"cmd": "RateLimit", "queue": "q", "limit": 5, "duration": 0},
-            "duration must be at least 1",
-        ),
-        ({"cmd": "RateLimit", "queue": "q", "limit": 5, "ttl": -1}, "ttl must be at least 1"),
-        ({"cmd": "SetConcurrency", "queue": "q", "limit": 1.5}, "limit must be an integer"),
-        (
-            {"cmd": "SetConcurrency", "queue": "bad queue!", "limit": 1},
-            "Queue name contains invalid characters",
-        ),
-        ({"cmd": "GetQueueLimits", "queue": "q", "maxJobs": 0}, "maxJobs must be at least 1"),
-        ({"cmd": "SetGroupConcurrency", "queue": "q", "concurrency": 1}, "groupId is required"),
-        (
-            {"cmd": "SetGroupConcurrency", "queue": "q", "groupId": 5, "concurrency": 1},
-            "groupId must be a string",
-        ),
-        (
-            {"cmd": "SetGroupConcurrency", "queue": "q", "groupId": "", "concurrency": 1},
-            "groupId must be a non-empty string",
-        ),
-        (
-            {"cmd": "SetGroupConcurrency", "queue": "q", "groupId": "g", "concurrency": 0},
-            "concurrency must be at least 1",
-        ),
-        (
-            {"cmd": "SetGroupRateLimit", "queue": "q", "groupId": "g", "max": 1},
-            "duration is required",
-        ),
-        (
-            {"cmd": "SetGroupRateLimit", "queue": "q", "groupId": "g", "max": 0, "duration": 5},
-            "max must be at least 1",
-        ),
-        (
-            {"cmd": "RateLimitGroup", "queue": "q", "groupId": "g", "duration": 0},
-            "duration must be at least 1",
-        ),
-        (
-            {"cmd": "PauseGroup", "queue": "q", "groupId": "g" * 300},
-            "groupId must be at most 256 characters long",
-        ),
-        ({"cmd": "ResumeGroup", "queue": "q"}, "groupId is required"),
-        ({"cmd": "IsGroupPaused", "groupId": "g"}, "Queue name is required"),
-        (
-            {"cmd": "GetGroupRateLimitTtl", "queue": "q", "groupId": "g", "maxJobs": -1},
-            "maxJobs must be at least 1",
-        ),
-        (
-            {"cmd": "PULL", "queue": "q", "group": {"limit": {"max": 1}}},
-            "group.limit.duration is required",
-        ),
-        (
-            {"cmd": "PULL", "queue": "q", "group": {"concurrency": 0}},
-            "group.concurrency must be at least 1",
-        ),
-    ],
-)
-async def test_bad_limit_and_group_commands_are_refused_and_change_nothing(
-    pair: Pair, clients: Clients, message: dict[str, Any], error: str
-) -> None:
-    await assert_refused(pair, clients, message, error)
