@@ -1,7 +1,7 @@
 """A live job records when its lease was last renewed by a heartbeat.
 
 Revision ID: 0012
-Revises: 0010
+Revises: 0011
 Create Date: 2026-12-02
 
 The job view's ``lastHeartbeat`` was the lease deadline (``lease_until``).
@@ -15,7 +15,7 @@ from __future__ import annotations
 from alembic import op
 
 revision = "0012"
-down_revision = "0010"
+down_revision = "0011"
 branch_labels = None
 depends_on = None
 

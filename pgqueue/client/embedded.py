@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Any
 
+from pgqueue.client.limits import LIMIT_OPS, answer_of
 from pgqueue.client.schedulers import SchedulerInput
 from pgqueue.client.transport import (
     AckRequest,
@@ -185,6 +186,11 @@ class EmbeddedTransport:
 
     async def is_paused(self, queue: str) -> bool:
         return await self.manager.is_paused(queue)
+
+    async def limits(self, op: str, queue: str, args: Sequence[Any]) -> Any:
+        if op not in LIMIT_OPS:
+            raise ValueError(f"unknown limits operation: {op}")
+        return answer_of(await getattr(self.manager, op)(queue, *args))
 
     async def drain(self, queue: str, include_delayed: bool) -> int:
         return await self.manager.drain(queue, include_delayed)

@@ -310,6 +310,89 @@ class Queue(TransportOwner):
     async def is_paused(self) -> bool:
         return await (await self.transport()).is_paused(self.name)
 
+    # -- global limits (every broker, enforced by the claim in PostgreSQL) --------------
+
+    async def _limits(self, op: str, *args: Any) -> Any:
+        return await (await self.transport()).limits(op, self.name, args)
+
+    async def set_global_concurrency(self, concurrency: int) -> None:
+        """At most ``concurrency`` active jobs of this queue across every worker and broker."""
+        await self._limits("set_concurrency", concurrency)
+
+    async def remove_global_concurrency(self) -> None:
+        await self._limits("clear_concurrency")
+
+    async def set_global_rate_limit(
+        self, max_jobs: int, duration_ms: int = 1000, ttl_ms: int | None = None
+    ) -> None:
+        """At most ``max_jobs`` claims per ``duration_ms`` window (database clock),
+        lifted after ``ttl_ms`` when given."""
+        await self._limits("set_rate_limit", max_jobs, duration_ms, ttl_ms)
+
+    async def remove_global_rate_limit(self) -> None:
+        await self._limits("clear_rate_limit")
+
+    async def get_queue_limits(self, max_jobs: int | None = None) -> dict[str, Any]:
+        """``{rateLimit: {max, duration}|None, rateLimitTtl, concurrencyLimit, maxed}``
+        (bunqueue's GetQueueLimits)."""
+        return dict(await self._limits("get_queue_limits", max_jobs))
+
+    async def get_rate_limit_ttl(self, max_jobs: int | None = None) -> int:
+        """Ms left in the full rate window (0: a claim may run now)."""
+        return int((await self.get_queue_limits(max_jobs))["rateLimitTtl"])
+
+    # -- job groups ---------------------------------------------------------------------
+
+    async def get_group_jobs_count(self, group_id: str) -> int:
+        """Waiting, prioritized and delayed jobs of the group."""
+        return int(await self._limits("get_group_jobs_count", group_id))
+
+    async def get_groups_jobs_count(self) -> int:
+        """Waiting, prioritized and delayed jobs of this queue that belong to a group."""
+        return int(await self._limits("get_groups_jobs_count"))
+
+    async def get_group_active_count(self, group_id: str) -> int:
+        return int(await self._limits("get_group_active_count", group_id))
+
+    async def set_group_rate_limit(self, group_id: str, max_jobs: int, duration_ms: int) -> None:
+        await self._limits("set_group_rate_limit", group_id, max_jobs, duration_ms)
+
+    async def get_group_rate_limit(self, group_id: str) -> dict[str, int] | None:
+        """The group's own rate limit ``{max, duration}``, or None."""
+        limit = await self._limits("get_group_rate_limit", group_id)
+        return None if limit is None else dict(limit)
+
+    async def remove_group_rate_limit(self, group_id: str) -> bool:
+        return bool(await self._limits("remove_group_rate_limit", group_id))
+
+    async def get_group_rate_limit_ttl(self, group_id: str, max_jobs: int | None = None) -> int:
+        """Ms until the group may be claimed from again; -2 when nothing holds it back."""
+        return int(await self._limits("get_group_rate_limit_ttl", group_id, max_jobs))
+
+    async def set_group_concurrency(self, group_id: str, concurrency: int) -> None:
+        await self._limits("set_group_concurrency", group_id, concurrency)
+
+    async def get_group_concurrency(self, group_id: str) -> int | None:
+        value = await self._limits("get_group_concurrency", group_id)
+        return None if value is None else int(value)
+
+    async def remove_group_concurrency(self, group_id: str) -> bool:
+        return bool(await self._limits("remove_group_concurrency", group_id))
+
+    async def pause_group(self, group_id: str) -> bool:
+        """Stop claims of the group everywhere; True when it was not paused."""
+        return bool(await self._limits("pause_group", group_id))
+
+    async def resume_group(self, group_id: str) -> bool:
+        return bool(await self._limits("resume_group", group_id))
+
+    async def is_group_paused(self, group_id: str) -> bool:
+        return bool(await self._limits("is_group_paused", group_id))
+
+    async def rate_limit_group(self, group_id: str, duration_ms: int) -> None:
+        """Hold the group back for ``duration_ms`` from now (database clock)."""
+        await self._limits("rate_limit_group", group_id, duration_ms)
+
     async def drain(self, delayed: bool = False) -> int:
         """Remove the waiting jobs (and the delayed ones with ``delayed=True``)."""
         return await (await self.transport()).drain(self.name, delayed)

@@ -66,6 +66,7 @@ from typing import Any
 
 from pgqueue.client.autobatch import AutoBatcher
 from pgqueue.client.connection import Connection, LateAnswer
+from pgqueue.client.limits import LIMIT_OPS, wire_fields
 from pgqueue.client.pool import Backoff, ConnectionPool, Opener
 from pgqueue.client.remote_errors import remote_error
 from pgqueue.client.schedulers import SchedulerInput
@@ -493,6 +494,13 @@ class TcpTransport:
 
     async def is_paused(self, queue: str) -> bool:
         return bool((await self._call("IsPaused", {"queue": queue}, read=True))["paused"])
+
+    async def limits(self, op: str, queue: str, args: Sequence[Any]) -> Any:
+        spec = LIMIT_OPS[op]
+        answer = await self._call(
+            spec.command, wire_fields(spec, queue, args), read=op.startswith(("get_", "is_"))
+        )
+        return None if spec.answer is None else answer["data"][spec.answer]
 
     async def drain(self, queue: str, include_delayed: bool) -> int:
         answer = await self._call("Drain", {"queue": queue, "delayed": include_delayed})

@@ -90,8 +90,12 @@ def _render(conn: psycopg.Connection[Any], schema: str, prefix: str) -> str:
     sequences = _rows(conn, Q.catalog_sequences, schema)
     constraints = _rows(conn, Q.catalog_constraints, schema)
 
+    functions = [_function(row) for row in _rows(conn, Q.catalog_functions, schema)]
+    # A PL/pgSQL function may return a table's row type: it comes after the tables (its
+    # body is checked only when it runs).  SQL functions come first: columns use them.
+    on_tables = [f for f in functions if "LANGUAGE plpgsql" in f]
     sections: list[tuple[str, list[str]]] = [
-        ("Functions", [_function(row) for row in _rows(conn, Q.catalog_functions, schema)]),
+        ("Functions", [f for f in functions if f not in on_tables]),
         ("Sequences", [_sequence(prefix, row) for row in sequences]),
         (
             "Tables",
@@ -101,6 +105,7 @@ def _render(conn: psycopg.Connection[Any], schema: str, prefix: str) -> str:
                 if row["kind"] == "r"
             ],
         ),
+        ("Functions on tables", on_tables),
         (
             "Sequence ownership",
             [

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from pgqueue.config import Config
@@ -23,6 +23,9 @@ class EngineContext:
     config: Config
     session: BrokerSession
     notifier: Notifier
+    # Queues whose last claim needed the planned path (a limit or groups): a hint
+    # that saves the plain claim's round trip, never a rule (the SQL decides).
+    planned_queues: set[str] = field(default_factory=set)
 
     @property
     def namespace(self) -> str:

@@ -42,6 +42,7 @@ from pgqueue.manager.control.ops import ControlOps
 from pgqueue.manager.cron.ops import CronOps
 from pgqueue.manager.dlq.ops import DlqOps
 from pgqueue.manager.forwarding import forward
+from pgqueue.manager.limits.ops import LimitOps
 from pgqueue.manager.models import AckItem, ClaimedJob, ItemOutcome, Job
 from pgqueue.manager.options import JobSpec, build_job_spec
 from pgqueue.manager.outbox import OutboxReader, Subscription, subscription_start
@@ -68,7 +69,7 @@ def _raise_for(outcome: ItemOutcome) -> None:
     raise LeaseLost(outcome.job_id)
 
 
-class QueueEngine(ControlOps, DlqOps, WebhookOps, CronOps, ManagerBase):
+class QueueEngine(ControlOps, DlqOps, LimitOps, WebhookOps, CronOps, ManagerBase):
     """The queue engine on PostgreSQL (see the module docstring)."""
 
     def __init__(
@@ -234,8 +235,13 @@ class QueueEngine(ControlOps, DlqOps, WebhookOps, CronOps, ManagerBase):
         owner: str | None = None,
         lock_ttl_ms: int | None = None,
         timeout_ms: int = 0,
-    ) -> list[ClaimedJob]:
-        """Claim up to ``count`` jobs, long-polling up to ``timeout_ms`` for the first."""
+        group: claim.GroupDefaults | None = None,
+    ) -> claim.Claims:
+        """Claim up to ``count`` jobs, long-polling up to ``timeout_ms`` for the first.
+
+        ``group`` gives limits to job groups that have none of their own (PULL's
+        ``group`` field); ``retry_after_ms`` on the result says when a full rate
+        window reopens."""
         return await claim.pull_batch(
             self.ctx,
             queue,
@@ -243,6 +249,7 @@ class QueueEngine(ControlOps, DlqOps, WebhookOps, CronOps, ManagerBase):
             owner=owner or self.broker_id,
             lock_ttl_ms=lock_ttl_ms,
             timeout_ms=timeout_ms,
+            group=group,
         )
 
     async def pull(

@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING, Any
 from pgqueue.errors import IndeterminateCommit, PgQueueError, ProtocolError, StorageError
 from pgqueue.protocol import Fields, command_name, request_id
 from pgqueue.server.commands import COMMANDS
-from pgqueue.server.registry import NOT_YET
 from pgqueue.server.request import ClientState, Request
 from pgqueue.server.wire import client_message
 
@@ -58,8 +57,6 @@ async def dispatch(
         return error_response("Not authenticated", req_id)
     handler = COMMANDS.get(name)
     if handler is None:
-        if name in NOT_YET:
-            return error_response(f"{name} is not supported yet", req_id)
         return error_response(f"Unknown command: {name}", req_id)
     started = time.perf_counter()
     ok = False

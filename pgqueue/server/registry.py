@@ -18,35 +18,9 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from pgqueue.server.request import Request
 
-__all__ = ["NOT_YET", "CommandGroup", "Handler", "build_table"]
+__all__ = ["CommandGroup", "Handler", "build_table"]
 
 Handler = Callable[["Request"], Awaitable[dict[str, Any] | None]]
-
-# Commands of features that land in later releases; they answer
-# {ok: false, error: "<cmd> is not supported yet"} (listed in docs/protocol.md).
-NOT_YET = frozenset(
-    {
-        "RateLimit",
-        "RateLimitClear",
-        "SetConcurrency",
-        "ClearConcurrency",
-        "GetQueueLimits",
-        "GetGroupJobsCount",
-        "GetGroupActiveCount",
-        "GetGroupsJobsCount",
-        "SetGroupRateLimit",
-        "GetGroupRateLimit",
-        "RemoveGroupRateLimit",
-        "GetGroupRateLimitTtl",
-        "SetGroupConcurrency",
-        "GetGroupConcurrency",
-        "RemoveGroupConcurrency",
-        "PauseGroup",
-        "ResumeGroup",
-        "IsGroupPaused",
-        "RateLimitGroup",
-    }
-)
 
 
 class CommandGroup:

@@ -17,9 +17,11 @@ from collections.abc import Mapping
 from typing import Any
 
 from pgqueue.errors import DatabaseUnavailable, IndeterminateCommit, PgQueueError, StorageError
+from pgqueue.manager.claim import GroupDefaults
 from pgqueue.manager.outbox import Event
 from pgqueue.protocol import Fields
 from pgqueue.protocol.job_view import job_view as job_to_wire
+from pgqueue.vocabulary.checks import INT4_MAX
 from pgqueue.vocabulary.job_options import PLAIN_KINDS, WIRE_LABELS, JobOption, wire_options
 
 __all__ = [
@@ -99,17 +101,21 @@ def removal_value(fields: Fields, name: str) -> Any:
     raise fields.error(name, "must be a boolean, a count or {age, count}")
 
 
-def check_pull_group(fields: Fields) -> None:
-    """PULL's ``group{concurrency?, limit?{max, duration}}``, type-checked (the claim
-    does not take per-pull group limits)."""
+def check_pull_group(fields: Fields) -> GroupDefaults | None:
+    """PULL's ``group{concurrency?, limit?{max, duration}}``: the worker's limits for
+    job groups that have none of their own (the claim applies them)."""
     group = fields.opt_nested("group")
     if group is None:
-        return
-    group.opt_int("concurrency", minimum=1)
+        return None
+    concurrency = group.opt_int("concurrency", minimum=1, maximum=INT4_MAX)
     limit = group.opt_nested("limit")
-    if limit is not None:
-        limit.int_("max", minimum=1)
-        limit.int_("duration", minimum=1)
+    if limit is None:
+        return GroupDefaults(concurrency=concurrency)
+    return GroupDefaults(
+        concurrency=concurrency,
+        max=limit.int_("max", minimum=1, maximum=INT4_MAX),
+        duration_ms=limit.int_("duration", minimum=1, maximum=INT4_MAX),
+    )
 
 
 def job_options_from_wire(fields: Fields, *, custom_id_key: str) -> dict[str, Any]:

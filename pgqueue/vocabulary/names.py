@@ -34,6 +34,7 @@ __all__ = [
     "js_length",
     "queue_name_error",
     "queue_name_fault",
+    "validate_group_id",
     "validate_job_id",
     "validate_job_name",
     "validate_queue_name",
@@ -167,3 +168,21 @@ def validate_job_id(job_id: object, label: str = "jobId") -> str:
     if fault is not None:
         raise ValidationError(f"{label} {id_fault_text(fault)}", field=label)
     return job_id  # type: ignore[return-value]
+
+
+def validate_group_id(group_id: object, label: str = "groupId") -> str:
+    """``group_id`` if it names a job group (a non-empty string of at most 256
+    UTF-16 code units, no NUL), else :class:`ValidationError` in bunqueue's words."""
+    if group_id is None:
+        text = f"{label} is required"
+    elif not isinstance(group_id, str):
+        text = f"{label} must be a string"
+    elif not group_id:
+        text = f"{label} must be a non-empty string"
+    elif js_length(group_id) > MAX_NAME_LENGTH:
+        text = f"{label} must be at most {MAX_NAME_LENGTH} characters"
+    elif "\0" in group_id:
+        text = f"{label} must not contain NUL characters"
+    else:
+        return group_id
+    raise ValidationError(text, field=label)

@@ -40,6 +40,7 @@ TABLES = (
     "pgqueue_dependencies",
     "pgqueue_schedulers",
     "pgqueue_scheduler_ticks",
+    "pgqueue_groups",
 )
 
 

@@ -203,10 +203,31 @@ async def test_missing_jobs_answer_404_with_the_protocols_text(http: httpx.Async
     assert (state.status_code, state.json()["state"]) == (200, "unknown")
 
 
-async def test_routes_of_commands_not_implemented_answer_501(http: httpx.AsyncClient) -> None:
-    answer = await http.put("/queues/q/rate-limit", json={"limit": 5})
-    assert answer.status_code == 501
-    assert answer.json() == {"ok": False, "error": "RateLimit is not supported yet"}
+async def test_rate_limit_and_concurrency_routes_set_what_the_limits_route_reads(
+    http: httpx.AsyncClient,
+) -> None:
+    assert (await http.put("/queues/q/rate-limit", json={"limit": 5, "duration": 2000})).json()[
+        "ok"
+    ]
+    assert (await http.put("/queues/q/concurrency", json={"limit": 3})).json()["ok"]
+    limits = (await http.get("/queues/q/limits")).json()
+    assert limits == {
+        "ok": True,
+        "data": {
+            "limits": {
+                "rateLimit": {"max": 5, "duration": 2000},
+                "rateLimitTtl": 0,
+                "concurrencyLimit": 3,
+                "maxed": False,
+            }
+        },
+    }
+    bad = await http.put("/queues/q/rate-limit", json={"limit": 0})
+    assert bad.status_code == 400 and "limit" in bad.json()["error"]
+    assert (await http.delete("/queues/q/rate-limit")).json()["ok"]
+    assert (await http.delete("/queues/q/concurrency")).json()["ok"]
+    cleared = (await http.get("/queues/q/limits")).json()["data"]["limits"]
+    assert (cleared["rateLimit"], cleared["concurrencyLimit"]) == (None, None)
 
 
 async def test_unknown_paths_answer_404_and_wrong_methods_405(http: httpx.AsyncClient) -> None:

@@ -34,8 +34,9 @@ TS_SCENARIOS = [
     "data_order",
     "no_locks",
     "schedulers",
+    "limits",
 ]
-PY_SCENARIOS = ["add_worker", "flow", "dedup", "retry_dlq", "schedulers"]
+PY_SCENARIOS = ["add_worker", "flow", "dedup", "retry_dlq", "schedulers", "limits"]
 TOKEN = "client-secret"
 
 

@@ -29,7 +29,6 @@ from pgqueue.server.http.binding import Endpoint, Param, build_command
 from pgqueue.server.http.openapi import openapi_document
 from pgqueue.server.http.routes import ENDPOINTS, SYSTEM_ROUTES
 from pgqueue.server.http.status import status_for_answer, status_for_error
-from pgqueue.server.registry import NOT_YET
 
 PULL = next(e for e in ENDPOINTS if e.command == "PULL")
 PUSH = next(e for e in ENDPOINTS if e.command == "PUSH")
@@ -110,7 +109,6 @@ def test_errors_map_to_status_codes_by_type(error: Exception, status: int) -> No
 def test_answers_without_an_error_map_to_200_or_501() -> None:
     assert status_for_answer("PUSH", {"ok": True}, []) == 200
     assert status_for_answer("NoSuchCommand", {"ok": False, "error": "Unknown"}, []) == 501
-    assert status_for_answer(next(iter(NOT_YET)), {"ok": False, "error": "not yet"}, []) == 501
 
 
 @pytest.mark.parametrize(

@@ -5,9 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from pgqueue.errors import JobCancelled, JobNotFound, LeaseLost, PgQueueError, ValidationError
-from pgqueue.manager.claim import MAX_PULL_COUNT, MAX_PULL_TIMEOUT_MS
+from pgqueue.manager.claim import MAX_PULL_COUNT, MAX_PULL_TIMEOUT_MS, Claims
 from pgqueue.manager.completion import FailItem
-from pgqueue.manager.models import AckItem, ClaimedJob, ItemOutcome
+from pgqueue.manager.models import AckItem, ItemOutcome
 from pgqueue.protocol import Fields
 from pgqueue.server.registry import CommandGroup
 from pgqueue.server.request import Request
@@ -20,19 +20,24 @@ MAX_LOCK_TTL_MS = 86_400_000
 MAX_BATCH_ITEMS = 10_000
 
 
-async def _pull(req: Request, count: int) -> list[ClaimedJob]:
+async def _pull(req: Request, count: int) -> Claims:
     f = req.fields
     queue = f.queue()
     owner = f.opt_str("owner", max_len=256)
     lock_ttl = f.opt_int("lockTtl", minimum=1, maximum=MAX_LOCK_TTL_MS)
     timeout = f.opt_int("timeout", minimum=0, maximum=MAX_PULL_TIMEOUT_MS, default=0)
     detach = f.opt_bool("detach", default=False)
-    check_pull_group(f)
+    group_defaults = check_pull_group(f)
     anonymous = not f.has("owner")  # the reply carries no token
     if req.broker.draining or req.client.closed:
-        return []
+        return Claims()
     jobs = await req.manager.pull_batch(
-        queue, count, owner=owner or None, lock_ttl_ms=lock_ttl, timeout_ms=timeout
+        queue,
+        count,
+        owner=owner or None,
+        lock_ttl_ms=lock_ttl,
+        timeout_ms=timeout,
+        group=group_defaults,
     )
     if jobs and req.client.closed:
         # The reply has nowhere to go (the connection closed during a long poll,
@@ -40,12 +45,20 @@ async def _pull(req: Request, count: int) -> list[ClaimedJob]:
         # give the jobs back now instead of leaving them leased to nobody until
         # the lease ends and counts as a stall.
         await req.manager.release([(job.id, job.token) for job in jobs])
-        return []
+        return Claims()
     for job in jobs:
         req.broker.claims.claimed(job.id, job.token, req.client.client_id, anonymous=anonymous)
         if not detach:
             req.client.pulled[job.id] = job.token
     return jobs
+
+
+def _rate_limited(response: dict[str, Any], jobs: Claims) -> dict[str, Any]:
+    """An empty reply held back by a full rate window says when it reopens
+    (``rateLimitTtl``, ms; the queue's or its groups' window)."""
+    if not jobs and jobs.retry_after_ms is not None:
+        response["rateLimitTtl"] = jobs.retry_after_ms
+    return response
 
 
 def _observe_pull(req: Request, wire_jobs: list[dict[str, Any]]) -> None:
@@ -61,7 +74,7 @@ async def pull(req: Request) -> dict[str, Any]:
     _observe_pull(req, [response["job"]] if job else [])
     if req.fields.has("owner"):
         response["token"] = job.token if job else None
-    return response
+    return _rate_limited(response, jobs)
 
 
 @command("PULLB")
@@ -72,7 +85,7 @@ async def pull_batch(req: Request) -> dict[str, Any]:
     _observe_pull(req, response["jobs"])
     if req.fields.has("owner"):
         response["tokens"] = [job.token for job in jobs]
-    return response
+    return _rate_limited(response, jobs)
 
 
 def _token(req: Request, job_id: str, given: str | None) -> str | None:

@@ -284,6 +284,10 @@ ENDPOINTS: tuple[Endpoint, ...] = (
                              _p("concurrency", "integer", "alias of limit", target="limit"))),
     Endpoint("DELETE", Q + "/concurrency", "ClearConcurrency", "Clear the concurrency limit",
              "queues"),
+    Endpoint("GET", Q + "/limits", "GetQueueLimits",
+             "The queue's rate and concurrency limits (GetQueueLimits)", "queues",
+             query=(_p("maxJobs", "integer",
+                       "rateLimitTtl is 0 while fewer claims were counted in the window"),)),
     # -- workers ---------------------------------------------------------------------------
     Endpoint("GET", "/workers", "ListWorkers", "Registered workers", "workers"),
     Endpoint("POST", "/workers", "RegisterWorker", "Register a worker", "workers",
