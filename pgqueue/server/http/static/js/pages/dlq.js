@@ -63,7 +63,7 @@ export function render(main, { params }) {
     const path = `/queues/${q(filters.queue)}`;
     let entries, stats;
     try {
-      [{ entries }, { data: { stats } }] = await Promise.all([
+      [{ entries }, { stats }] = await Promise.all([
         get(`${path}/dlq${qs({ reason: filters.reason, limit: PAGE + 1, offset })}`),
         get(`${path}/dlq/stats`),
       ]);
