@@ -20,7 +20,7 @@ export function render(main) {
       const f = figures.get(name);
       let cells;
       try {
-        const { limits } = await get(`/queues/${q(name)}/limits`);
+        const { data: { limits } } = await get(`/queues/${q(name)}/limits`);
         cells = [
           h("td", {}, limits.rateLimit ? `${limits.rateLimit} / window` : "none"),
           h("td", {}, limits.rateLimitTtl ? fmtDuration(limits.rateLimitTtl) : "—"),

@@ -146,7 +146,7 @@ export function render(main, { args, params, subscribe }) {
 
   async function loadLimits() {
     try {
-      const { limits } = await get(`/queues/${q(name)}/limits`);
+      const { data: { limits } } = await get(`/queues/${q(name)}/limits`);
       if (!alive) return;
       replace(limitsBox, h("dl", { class: "facts" },
         h("dt", {}, "Rate limit"), h("dd", {}, limits.rateLimit ? `${limits.rateLimit} per window` : "none"),
