@@ -201,14 +201,15 @@ WITH picked AS (
         created_at, expires_at, attempts, max_attempts, backoff_type, backoff_ms,
         backoff_max_ms, timeout_ms, ttl_ms, stall_timeout_ms, remove_on_complete,
         remove_on_fail, custom_id, unique_key, group_id, parent_id, parent_queue,
-        pending_deps, has_dependents, stall_count, fence, opts)
+        pending_deps, has_dependents, stall_count, fence, opts, unique_expires_at)
     SELECT $1, p.id, p.queue, p.name, coalesce(p.data, 'null'::json), 'pending', p.priority,
            p.lifo, CASE WHEN p.lifo THEN nextval('pgqueue_lifo_seq') END,
            statement_timestamp(), p.created_at,
            statement_timestamp() + p.ttl_ms * interval '1 millisecond',
            0, p.max_attempts, p.backoff_type, p.backoff_ms, p.backoff_max_ms, p.timeout_ms,
            p.ttl_ms, p.stall_timeout_ms, p.remove_on_complete, p.remove_on_fail, p.custom_id,
-           p.unique_key, p.group_id, p.parent_id, p.parent_queue, 0, false, 0, p.fence, p.opts
+           p.unique_key, p.group_id, p.parent_id, p.parent_queue, 0, false, 0, p.fence, p.opts,
+           p.unique_expires_at
     FROM picked p
     ORDER BY p.finished_at, p.id
     ON CONFLICT DO NOTHING
