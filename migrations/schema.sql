@@ -301,6 +301,11 @@ CREATE TABLE public.pgqueue_schedulers (
     updated_at timestamp with time zone DEFAULT statement_timestamp() NOT NULL
 );
 
+CREATE TABLE public.pgqueue_schema_compat (
+    revision text NOT NULL,
+    oldest_broker text NOT NULL
+);
+
 CREATE TABLE public.pgqueue_webhook_cursor (
     namespace text COLLATE "C" NOT NULL,
     xid bigint NOT NULL,
@@ -744,6 +749,9 @@ ALTER TABLE ONLY public.pgqueue_schedulers
 
 ALTER TABLE ONLY public.pgqueue_schedulers
     ADD CONSTRAINT pgqueue_schedulers_source_check CHECK ((source = ANY (ARRAY['cron'::text, 'repeat'::text])));
+
+ALTER TABLE ONLY public.pgqueue_schema_compat
+    ADD CONSTRAINT pgqueue_schema_compat_pkey PRIMARY KEY (revision);
 
 ALTER TABLE ONLY public.pgqueue_webhook_cursor
     ADD CONSTRAINT pgqueue_webhook_cursor_pkey PRIMARY KEY (namespace);

@@ -94,6 +94,7 @@ class Soak:
             "elapsed_s": round(elapsed, 1),
             "pushed": self.pushed,
             "completed": done,
+            "lost_leases": sum(w.lost for w in self.workers),
             "jobs_per_s": round(
                 (done - previous["completed"]) / max(elapsed - previous["elapsed_s"], 1e-9)
             ),
@@ -231,6 +232,15 @@ def plot(rows: list[dict[str, Any]], path: Path, title: str) -> None:
     fig.savefig(path, dpi=80)
 
 
+def keep_logs(run_dir: Path) -> Path:
+    """Copy the run's logs out of its directory (the database goes with it): what
+    a refused ack or a slow minute needs explaining from."""
+    kept = Path(tempfile.mkdtemp(prefix="pgqueue-soak-logs-"))
+    for log_file in run_dir.glob("*.log"):
+        shutil.copy2(log_file, kept / log_file.name)
+    return kept
+
+
 def markdown(rows: list[dict[str, Any]], command: str) -> str:
     lines = [
         f"Command: `{command}`",
@@ -314,7 +324,11 @@ def main() -> int:
         asyncio.run(soak.run())
     finally:
         cluster.down()
+        kept = keep_logs(run_dir)
         shutil.rmtree(run_dir, ignore_errors=True)
+    print(f"broker and HAProxy logs kept in {kept}")
+    if soak.rows:
+        print(f"acks refused as lost leases (those jobs ran again): {soak.rows[-1]['lost_leases']}")
     rows = soak.rows
     print("\nfirst full interval -> last full interval:")
     for name, (first, last) in flatness(rows).items():

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
@@ -18,10 +19,12 @@ from pgqueue.db.queries import Q
 from pgqueue.errors import SchemaError
 
 __all__ = [
+    "COMPAT_SINCE",
     "KNOWN_REVISIONS",
     "MIGRATION_LOCK_KEY",
     "SCHEMA_VERSION",
     "VERSION_TABLE",
+    "SchemaState",
     "check_schema",
     "current_revision",
     "migrate",
@@ -46,8 +49,12 @@ KNOWN_REVISIONS = (
     "0012",
     "0013",
     "0017",
+    "0022",
 )
 SCHEMA_VERSION = KNOWN_REVISIONS[-1]
+# The first revision that declares, in ``pgqueue_schema_compat``, the oldest pgqueue
+# able to run on it; every later migration inserts its own row (a test holds that).
+COMPAT_SINCE = "0022"
 MIGRATION_LOCK_KEY = 0x7067_7175_6575_6501  # "pgqueue" + 1
 
 # alembic's ``context`` and ``op`` are process-global proxies: one run at a time
@@ -118,8 +125,30 @@ def current_revision(dsn: str) -> str | None:
         return str(row[0]) if row else None
 
 
-async def check_schema(db: Executor) -> str:
-    """Return the schema version, or raise :class:`SchemaError` saying what to run."""
+@dataclass(frozen=True, slots=True)
+class SchemaState:
+    """The database's schema revision as this pgqueue judged it runnable.
+
+    ``newer`` is true on a revision of a later release that declares this one
+    able to run on it: the window of a rolling upgrade."""
+
+    revision: str
+    newer: bool = False
+
+    @property
+    def warning(self) -> str | None:
+        if not self.newer:
+            return None
+        return (
+            f"the pgqueue schema is at revision {self.revision}, newer than this "
+            f"pgqueue ({SCHEMA_VERSION}), which it declares compatible: upgrade this broker"
+        )
+
+
+async def check_schema(db: Executor) -> SchemaState:
+    """The schema revision, when this pgqueue can run on it; else :class:`SchemaError`
+    saying what to run.  A newer revision is accepted when it declares a revision
+    no later than this one as the oldest broker it serves."""
     if not await db.fetchval(Q.schema_version_table_exists):
         raise SchemaError(
             "the pgqueue schema is missing from this database: run `pgqueue migrate` "
@@ -128,14 +157,23 @@ async def check_schema(db: Executor) -> str:
     version = await db.fetchval(Q.schema_version_get)
     if version is None:
         raise SchemaError("the pgqueue schema is empty: run `pgqueue migrate`")
-    if version not in KNOWN_REVISIONS:
-        raise SchemaError(
-            f"the pgqueue schema is at revision {version}, newer than this pgqueue knows "
-            f"({SCHEMA_VERSION}): upgrade pgqueue on this host"
-        )
-    if version != SCHEMA_VERSION:
+    version = str(version)
+    if version == SCHEMA_VERSION:
+        return SchemaState(version)
+    if version in KNOWN_REVISIONS:
         raise SchemaError(
             f"the pgqueue schema is at revision {version}; this pgqueue needs "
             f"{SCHEMA_VERSION}: run `pgqueue migrate`"
         )
-    return str(version)
+    oldest = await db.fetchval(Q.schema_oldest_broker, revision=version)
+    if oldest is None:
+        raise SchemaError(
+            f"the pgqueue schema is at revision {version}, newer than this pgqueue knows "
+            f"({SCHEMA_VERSION}): upgrade pgqueue on this host"
+        )
+    if str(oldest) not in KNOWN_REVISIONS:
+        raise SchemaError(
+            f"the pgqueue schema at revision {version} needs pgqueue of revision {oldest} "
+            f"or newer (this one is {SCHEMA_VERSION}): upgrade pgqueue on this host"
+        )
+    return SchemaState(version, newer=True)

@@ -118,7 +118,9 @@ class QueueEngine(ControlOps, DlqOps, LimitOps, WebhookOps, CronOps, ManagerBase
         db = self._db
         try:
             await self._check_durability(db)
-            await check_schema(db)
+            schema = await check_schema(db)
+            if schema.warning is not None:
+                log.warning("%s", schema.warning)
             session = self.parts.session(db, config)
             notifier = self.parts.notifier(db, config)
             self._ctx = EngineContext(db=db, config=config, session=session, notifier=notifier)

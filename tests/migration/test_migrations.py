@@ -12,7 +12,7 @@ from itertools import pairwise
 import psycopg
 import pytest
 
-from pgqueue.db.schema import KNOWN_REVISIONS, SCHEMA_VERSION, migrate
+from pgqueue.db.schema import COMPAT_SINCE, KNOWN_REVISIONS, SCHEMA_VERSION, migrate
 from pgqueue.db.schema_dump import dump_schema_at
 from pgqueue.errors import SchemaError
 from tests.conftest import start_manager
@@ -187,6 +187,52 @@ async def test_a_manager_refuses_a_schema_newer_than_it_knows(
     with pytest.raises(SchemaError, match="at revision 9999, newer than this pgqueue knows"):
         async with start_manager(empty_db_dsn, namespace):
             pass
+
+
+def declare_newer_revision(dsn: str, revision: str, oldest_broker: str) -> None:
+    """Make the database look migrated by a newer pgqueue whose ``revision`` declares
+    that brokers from ``oldest_broker`` on can still run on it."""
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute("UPDATE pgqueue_alembic_version SET version_num = %s", (revision,))
+        conn.execute(
+            "INSERT INTO pgqueue_schema_compat (revision, oldest_broker) VALUES (%s, %s)",
+            (revision, oldest_broker),
+        )
+
+
+async def test_a_manager_runs_on_a_newer_schema_that_declares_it_compatible(
+    empty_db_dsn: str, namespace: str
+) -> None:
+    migrate(empty_db_dsn)
+    declare_newer_revision(empty_db_dsn, "9999", SCHEMA_VERSION)
+    async with start_manager(empty_db_dsn, namespace) as manager:
+        assert await manager.push("q", "n", {"ok": True})
+
+
+async def test_a_manager_refuses_a_newer_schema_that_needs_a_newer_broker(
+    empty_db_dsn: str, namespace: str
+) -> None:
+    migrate(empty_db_dsn)
+    declare_newer_revision(empty_db_dsn, "9999", "9998")
+    with pytest.raises(SchemaError, match="revision 9999 needs pgqueue of revision 9998 or newer"):
+        async with start_manager(empty_db_dsn, namespace):
+            pass
+
+
+def test_every_revision_declares_the_oldest_broker_that_can_run_on_it(empty_db_dsn: str) -> None:
+    """From the revision that brought the table on, a migration that forgets to say
+    which brokers it keeps working would leave old brokers out of a rolling upgrade."""
+    first = KNOWN_REVISIONS.index(COMPAT_SINCE)
+    upgrade(empty_db_dsn, KNOWN_REVISIONS[first - 1])
+    for revision in KNOWN_REVISIONS[first:]:
+        upgrade(empty_db_dsn, revision)
+        with psycopg.connect(empty_db_dsn) as conn:
+            row = conn.execute(
+                "SELECT oldest_broker FROM pgqueue_schema_compat WHERE revision = %s",
+                (revision,),
+            ).fetchone()
+        assert row is not None, f"revision {revision} declares no oldest broker"
+        assert row[0] in KNOWN_REVISIONS[first : KNOWN_REVISIONS.index(revision) + 1]
 
 
 @pytest.mark.parametrize("revision", KNOWN_REVISIONS[:-1])

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from pgqueue._version import __version__
 from pgqueue.db.queries import Q
-from pgqueue.db.schema import check_schema
+from pgqueue.db.schema import SCHEMA_VERSION, check_schema
 from pgqueue.errors import PgQueueError, SchemaError
 from pgqueue.server import overview
 
@@ -28,6 +28,7 @@ __all__ = ["bunqueue_fields", "liveness", "readiness"]
 
 log = logging.getLogger("pgqueue.http")
 
+SCHEMA_NEWER = "schemaNewer"  # a soft check: rolling-upgrade window
 HORIZON_WARN_SECONDS = 60.0  # a transaction or snapshot older than this is named
 
 
@@ -65,8 +66,10 @@ def liveness(broker: BrokerHost) -> dict[str, Any]:
 
 
 async def _storage_checks(broker: BrokerHost, timeout: float) -> dict[str, dict[str, Any]]:
+    """The database and schema checks; ``schemaNewer`` is a warning, not a degradation:
+    a later release's revision that declares this broker able to run on it."""
     try:
-        version = await asyncio.wait_for(check_schema(broker.manager.db), timeout)
+        schema = await asyncio.wait_for(check_schema(broker.manager.db), timeout)
     except TimeoutError:
         return {"database": {"ok": False, "error": f"no answer within {timeout * 1000:.0f} ms"}}
     except SchemaError as exc:
@@ -74,7 +77,13 @@ async def _storage_checks(broker: BrokerHost, timeout: float) -> dict[str, dict[
     except PgQueueError as exc:
         log.warning("readiness: the database check failed: %s", exc)
         return {"database": {"ok": False, "error": "unreachable"}}
-    return {"database": {"ok": True}, "schema": {"ok": True, "version": version}}
+    checks: dict[str, dict[str, Any]] = {
+        "database": {"ok": True},
+        "schema": {"ok": True, "version": schema.revision, "broker": SCHEMA_VERSION},
+    }
+    if schema.warning is not None:
+        checks[SCHEMA_NEWER] = {"ok": False, "warning": schema.warning}
+    return checks
 
 
 def _session_check(broker: BrokerHost) -> dict[str, Any]:
@@ -119,10 +128,14 @@ async def readiness(broker: BrokerHost, timeout: float) -> tuple[bool, dict[str,
     checks: dict[str, dict[str, Any]] = {"draining": {"ok": not broker.draining}}
     checks["session"] = _session_check(broker)
     checks["services"] = _services_check(broker)
-    checks.update(await _storage_checks(broker, timeout))
+    storage = await _storage_checks(broker, timeout)
+    newer = storage.pop(SCHEMA_NEWER, None)
+    checks.update(storage)
     degraded = sorted(name for name, check in checks.items() if not check["ok"])
     ready = not degraded
     soft = _soft_checks(broker)
+    if newer is not None:
+        soft[SCHEMA_NEWER] = newer
     horizon = await _horizon_check(broker, timeout)
     if horizon is not None:
         soft["xminHorizon"] = horizon
