@@ -308,6 +308,21 @@ class FaultRun:
             )
         )
 
+    async def last_event(self, queue: str) -> int:
+        """The id of ``queue``'s last event that the wire carries (0 if none)."""
+        conn = await asyncpg.connect(self.dsn)
+        try:
+            return int(
+                await conn.fetchval(
+                    "SELECT coalesce(max(id), 0) FROM pgqueue_events WHERE namespace = $1"
+                    " AND queue = $2 AND type NOT IN ('dlq', 'dlq_audit')",
+                    self.namespace,
+                    queue,
+                )
+            )
+        finally:
+            await conn.close()
+
     async def _value(self, query: str) -> Any:
         conn = await asyncpg.connect(self.dsn)
         try:
@@ -345,19 +360,20 @@ class FaultRun:
 
         with contextlib.suppress(TimeoutError):
             await eventually(drained, timeout=drain_timeout, interval=0.2, message="drained")
-        last = int(
-            await self._value(
-                "SELECT coalesce(max(id), 0) FROM pgqueue_events WHERE namespace = $1"
-                " AND queue = ANY($2) AND type NOT IN ('dlq', 'dlq_audit')"
-            )
-        )
+        # Each subscriber must reach its queue's last event before it closes;
+        # the checker then expects every event up to that one (a dropped event
+        # that is the last shows as missing after this wait's deadline).
+        last: dict[str, int] = {}
         for subscriber in self.subscribers:
+            last[subscriber.name] = await self.last_event(subscriber.queue)
             with contextlib.suppress(TimeoutError):
-                await eventually(lambda s=subscriber: s.max_seq >= last, timeout=10)
+                await eventually(
+                    lambda s=subscriber: s.max_seq >= last[s.name], timeout=10, interval=0.05
+                )
         for worker in self.workers.values():
             await asyncio.to_thread(worker.terminate)
         for subscriber in self.subscribers:
-            await subscriber.close()
+            await subscriber.close(upto=last[subscriber.name])
         for history in self._histories:
             history.close()
         report = await check_run(

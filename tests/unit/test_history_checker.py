@@ -142,7 +142,7 @@ def test_events_a_subscriber_missed_or_got_twice_are_counted_per_subscriber() ->
     assert not report.valid
 
 
-def test_an_event_missed_just_before_the_subscriber_closed_is_missing_when_it_said_how_far() -> None:
+def test_an_event_missed_just_before_the_subscriber_closed_is_missing_given_its_position() -> None:
     # The run waited for s1 to reach event 3, then closed it 0.2 s after that
     # event's commit: the closing margin must not hide the event it never got.
     history, snapshot = clean_run()
