@@ -1,6 +1,7 @@
 """Database faults under load: PostgreSQL restarted, a broker's connection cut,
 black-holed or delayed through a TCP proxy (the reply to COMMIT dropped too),
-and the LISTEN connection killed.
+the LISTEN connection killed, and the xmin horizon held back by a long and a
+prepared transaction.
 
 Admissions of unknown outcome are resolved by custom id (the producer re-sends
 the same id); every run ends with the checker's headline and its safety bar.
@@ -13,6 +14,7 @@ import uuid
 from collections.abc import Callable
 from pathlib import Path
 
+import asyncpg
 import pytest
 
 from pgqueue.embedded import EmbeddedPostgres
@@ -125,4 +127,60 @@ async def test_a_killed_listen_connection_leaves_event_delivery_bounded_by_polli
     assert_safe(report)
     assert report.faults["listen-kill"] >= 1
     # poll interval 100 ms: an event is delivered within it (plus load) without NOTIFY
+    assert report.max_event_delay_s is not None and report.max_event_delay_s < 3.0, report
+
+
+async def test_a_long_and_a_prepared_transaction_holding_xmin_back_hold_up_nothing(
+    fault_run: Callable[..., FaultRun], db_dsn: str
+) -> None:
+    # An idle session in a REPEATABLE READ transaction with an xid, and a
+    # prepared transaction (two-phase commit, forgotten by its coordinator):
+    # both keep the cluster's xmin horizon below every event of the load.  The
+    # outbox keeps them in its running list; delivery and the queue go on.
+    run = fault_run(label="xmin held")
+    queue = f"q-xmin-{uuid.uuid4().hex[:6]}"
+    gid = f"pgqueue-faults-{uuid.uuid4().hex}"
+    long_tx = await asyncpg.connect(db_dsn)
+    checker = await asyncpg.connect(db_dsn)
+    prepared = False
+    try:
+        await long_tx.execute("BEGIN ISOLATION LEVEL REPEATABLE READ")
+        held = int(await long_tx.fetchval("SELECT pg_current_xact_id()::text::bigint"))
+        two_phase = await asyncpg.connect(db_dsn)
+        try:
+            await two_phase.execute("BEGIN")
+            await two_phase.fetchval("SELECT pg_current_xact_id()")
+            await two_phase.execute(f"PREPARE TRANSACTION '{gid}'")
+            prepared = True
+        finally:
+            await two_phase.close()  # the prepared transaction outlives its session
+        run.nemesis.nemesis("xmin-held", "postgres")
+        run.start_broker("b1")
+        await run.start_subscriber("s1", queue)
+        load(run, queue, producer_brokers=("b1",))
+        await run.progress(40)
+        horizon = int(
+            await checker.fetchval("SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint")
+        )
+        assert horizon <= held, "the long transaction no longer holds the horizon"
+        first_event = await checker.fetchval(
+            "SELECT min(xid) FROM pgqueue_events WHERE namespace = $1 AND queue = $2",
+            run.namespace,
+            queue,
+        )
+        assert first_event is not None and int(first_event) > held
+        await checker.execute(f"ROLLBACK PREPARED '{gid}'")
+        prepared = False
+        await long_tx.execute("ROLLBACK")
+        run.nemesis.nemesis("xmin-held", "postgres", "end")
+        await run.progress(10)
+        report = await run.finish(backoff_ms=POISON["backoff"])
+    finally:
+        if prepared:
+            await checker.execute(f"ROLLBACK PREPARED '{gid}'")
+        await long_tx.close()
+        await checker.close()
+    assert_safe(report)
+    assert report.faults["xmin-held"] == 1
+    # a transaction that began before every event does not hold their delivery back
     assert report.max_event_delay_s is not None and report.max_event_delay_s < 3.0, report
