@@ -102,17 +102,26 @@ class FaultRun:
         self._histories: list[HistoryWriter] = [self.nemesis]
         self._own_args: dict[str, tuple[str, ...]] = {}
         self._dsns: dict[str, str] = {}
+        self._envs: dict[str, dict[str, str]] = {}
         self.timings: list[tuple[str, float]] = []  # how long drains and starts took
         self._worker_args: dict[str, tuple[str, tuple[str, ...], int, int, int]] = {}
 
     # -- parts -------------------------------------------------------------------
 
     def start_broker(
-        self, name: str, *args: str, tcp_port: int | None = None, dsn: str | None = None
+        self,
+        name: str,
+        *args: str,
+        tcp_port: int | None = None,
+        dsn: str | None = None,
+        env: Mapping[str, str] | None = None,
     ) -> BrokerProcess:
-        """Start a broker; ``dsn``: its own way to the database (a fault proxy)."""
+        """Start a broker; ``dsn``: its own way to the database (a fault proxy);
+        ``env``: variables of its process (a skewed clock), kept for restarts."""
         dsn = dsn or self._dsns.get(name) or self.dsn
         self._dsns[name] = dsn
+        if env is not None:
+            self._envs[name] = {**(self.env or {}), **env}
         factory = BrokerFactory(dsn, self.namespace, self.tmp)
         began = time.monotonic()
         broker = factory.start(
@@ -121,7 +130,7 @@ class FaultRun:
             *self.broker_args,
             *args,
             http=False,
-            env=self.env,
+            env=self._envs.get(name, self.env),
             tcp_port=tcp_port,
         )
         self.timings.append((f"start {name}", time.monotonic() - began))

@@ -1,5 +1,6 @@
 """Broker faults on real processes: kill -9, SIGSTOP past the session lease,
-SIGTERM during load and a rolling restart of every broker.
+SIGTERM during load and a rolling restart of every broker, and brokers whose
+clocks are skewed by minutes (libfaketime).
 
 Workers are processes of their own, producers and an event subscriber run in
 the test; every run ends with the checker's headline and its safety bar.
@@ -7,10 +8,15 @@ the test; every run ends with the checker's headline and its safety bar.
 
 from __future__ import annotations
 
+import os
+import time
 from collections.abc import Callable
+from pathlib import Path
 
+import asyncpg
 import pytest
 
+from pgqueue.client.connection import Connection
 from tests.faults.harness import SESSION_STALE_MS, FaultRun, assert_safe
 
 pytestmark = pytest.mark.timeout(300)
@@ -85,6 +91,74 @@ async def test_sigterm_under_load_and_a_rolling_restart_of_every_broker_lose_not
     report = await run.finish(backoff_ms=POISON["backoff"])
     assert_safe(report)
     assert report.faults["sigterm"] == 3
+
+
+FAKETIME_LIBRARIES = (
+    "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1",
+    "/usr/lib/aarch64-linux-gnu/faketime/libfaketime.so.1",
+    "/usr/lib/faketime/libfaketime.so.1",
+)
+SKEW_S = 300
+
+
+def skewed_clock(offset: str) -> dict[str, str]:
+    """The environment of a process whose wall clock is ``offset`` off (libfaketime;
+    its monotonic clock stays true, as under a wrong NTP setting)."""
+    library = next((p for p in FAKETIME_LIBRARIES if Path(p).exists()), None)
+    if library is None:
+        if os.environ.get("CI"):
+            pytest.fail("libfaketime is not installed (.ci/run installs it)")
+        pytest.skip("libfaketime is not installed (apt-get install -y faketime)")
+    return {"LD_PRELOAD": library, "FAKETIME": offset, "FAKETIME_DONT_FAKE_MONOTONIC": "1"}
+
+
+async def broker_clock_offset_s(run: FaultRun, name: str) -> float:
+    """How far broker ``name``'s wall clock is from ours (its Ping answer's time)."""
+    conn = await Connection.open("127.0.0.1", run.brokers[name].tcp_port)
+    try:
+        answer = await conn.call("Ping", {})
+    finally:
+        await conn.close()
+    return float(answer["data"]["time"]) / 1000 - time.time()
+
+
+async def test_brokers_with_clocks_skewed_by_minutes_keep_leases_right(
+    fault_run: Callable[..., FaultRun], db_dsn: str
+) -> None:
+    # Leases, session staleness and backoff are decided on the database clock:
+    # a broker five minutes ahead must not expire live leases (w2's jobs would
+    # stall and its acks be refused), one five minutes behind must not keep
+    # dead ones (w1's jobs would stay stuck past the drain).
+    run = fault_run(label="clock skew")
+    queue = "q-clock-skew"
+    run.start_broker("b1", env=skewed_clock(f"+{SKEW_S}s"))  # first: the maintenance leader
+    run.start_broker("b2", env=skewed_clock(f"-{SKEW_S}s"))
+    assert abs(await broker_clock_offset_s(run, "b1") - SKEW_S) < 60
+    assert abs(await broker_clock_offset_s(run, "b2") + SKEW_S) < 60
+    run.start_worker("w1", queue, concurrency=4, lock_ms=2_000, work_ms=50)
+    run.start_worker("w2", queue, concurrency=4, lock_ms=2_000, work_ms=50)
+    run.start_producer("p1", queue, work_ms=50, poison_every=25, poison_options=POISON, pause=0.02)
+    await run.start_subscriber("s1", queue)
+    await run.progress(20)
+    run.stop("w1")  # past its 2 s lease: its jobs must stall on the database clock
+    await _hold(3.5)
+    run.resume("w1")
+    await run.progress(20)
+    report = await run.finish(backoff_ms=POISON["backoff"])
+    assert_safe(report)
+    conn = await asyncpg.connect(db_dsn)
+    try:
+        stalled = {
+            r["job_id"]
+            for r in await conn.fetch(
+                "SELECT job_id FROM pgqueue_events WHERE namespace = $1 AND type = 'stalled'",
+                run.namespace,
+            )
+        }
+    finally:
+        await conn.close()
+    held_by_w1 = {e["job_id"] for e in run.executions("w1")}
+    assert stalled and stalled <= held_by_w1, (stalled - held_by_w1, report.headline())
 
 
 async def _hold(seconds: float) -> None:
