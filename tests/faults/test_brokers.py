@@ -17,6 +17,7 @@ import asyncpg
 import pytest
 
 from pgqueue.client.connection import Connection
+from pgqueue.testing.history import read_history
 from tests.faults.harness import SESSION_STALE_MS, FaultRun, assert_safe
 
 pytestmark = pytest.mark.timeout(300)
@@ -159,6 +160,47 @@ async def test_brokers_with_clocks_skewed_by_minutes_keep_leases_right(
         await conn.close()
     held_by_w1 = {e["job_id"] for e in run.executions("w1")}
     assert stalled and stalled <= held_by_w1, (stalled - held_by_w1, report.headline())
+
+
+def longest_push_s(run: FaultRun, producer: str) -> float:
+    """The longest time one push attempt of ``producer`` waited for its outcome."""
+    began: dict[str, float] = {}
+    longest = 0.0
+    for record in read_history([run.history_dir / f"{producer}.jsonl"]):
+        if record.get("kind") != "enqueue":
+            continue
+        cid = str(record.get("cid"))
+        if record.get("type") == "invoke":
+            began[cid] = float(record["t"])
+        elif cid in began:
+            longest = max(longest, float(record["t"]) - began.pop(cid))
+    return longest
+
+
+async def test_sdk_requests_to_a_paused_broker_end_within_the_liveness_timeout(
+    fault_run: Callable[..., FaultRun],
+) -> None:
+    # A SIGSTOPped broker keeps its sockets open, so only silence tells: a
+    # connection whose requests hear nothing for the liveness timeout (2 s
+    # here; the request timeout stays 30 s) is pinged, dropped when the ping
+    # is not answered either, and its requests fail over to b2 (pushes with a
+    # custom id are sent again) or end as indeterminate.
+    run = fault_run(label="paused broker, liveness", client_options="liveness_timeout=2")
+    queue = "q-liveness"
+    run.start_broker("b1")
+    run.start_broker("b2")
+    run.start_worker("w1", queue, concurrency=4, lock_ms=5_000, work_ms=30)
+    run.start_producer("p1", queue, work_ms=30, pause=0.01)
+    await run.start_subscriber("s1", queue, brokers=["b2"])
+    await run.progress(20)
+    run.stop("b1")
+    await run.progress(20, timeout=25)  # served by b2 meanwhile
+    await _hold(4)  # the pause lasts well past the liveness timeout
+    run.resume("b1")
+    await run.progress(10)
+    report = await run.finish()
+    assert_safe(report)
+    assert longest_push_s(run, "p1") < 8, longest_push_s(run, "p1")
 
 
 async def _hold(seconds: float) -> None:
