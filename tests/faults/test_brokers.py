@@ -194,13 +194,15 @@ async def test_sdk_requests_to_a_paused_broker_end_within_the_liveness_timeout(
     await run.start_subscriber("s1", queue, brokers=["b2"])
     await run.progress(20)
     run.stop("b1")
-    await run.progress(20, timeout=25)  # served by b2 meanwhile
+    await run.progress(20, timeout=60)  # served by b2 meanwhile
     await _hold(4)  # the pause lasts well past the liveness timeout
     run.resume("b1")
     await run.progress(10)
     report = await run.finish()
     assert_safe(report)
-    assert longest_push_s(run, "p1") < 8, longest_push_s(run, "p1")
+    longest = longest_push_s(run, "p1")
+    print(f"longest push attempt {longest:.1f}s (request timeout 30 s, liveness 2 s)")
+    assert longest < 8, longest
 
 
 async def _hold(seconds: float) -> None:
