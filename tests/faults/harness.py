@@ -142,6 +142,10 @@ class FaultRun:
         """:meth:`start_broker` off the event loop (which may serve its fault proxy)."""
         return await asyncio.to_thread(self.start_broker, name, *args, **options)
 
+    async def start_brokers(self, *names: str, args: Sequence[str] = ()) -> None:
+        """Start several brokers at once (each start is mostly Python importing)."""
+        await asyncio.gather(*(self.start_broker_async(name, *args) for name in names))
+
     def restart_broker(self, name: str) -> BrokerProcess:
         """Start ``name`` again on its port (after a kill or a stop)."""
         port = self.brokers[name].tcp_port
@@ -379,8 +383,7 @@ class FaultRun:
                 await eventually(
                     lambda s=subscriber: s.max_seq >= last[s.name], timeout=10, interval=0.05
                 )
-        for worker in self.workers.values():
-            await asyncio.to_thread(worker.terminate)
+        await asyncio.gather(*(asyncio.to_thread(w.terminate) for w in self.workers.values()))
         for subscriber in self.subscribers:
             await subscriber.close(upto=last[subscriber.name])
         for history in self._histories:
@@ -397,8 +400,7 @@ class FaultRun:
         if self.timings:
             print("timings:", ", ".join(f"{what} {seconds:.1f}s" for what, seconds in self.timings))
         (self.tmp / "report.json").write_text(json.dumps(report.to_json(), indent=2))
-        for broker in self.brokers.values():
-            await asyncio.to_thread(broker.terminate, 15)
+        await asyncio.gather(*(asyncio.to_thread(b.terminate, 15) for b in self.brokers.values()))
         return report
 
     async def abort(self) -> None:
@@ -413,12 +415,14 @@ class FaultRun:
         for subscriber in self.subscribers:
             with contextlib.suppress(Exception):
                 await subscriber.close()
-        for worker in self.workers.values():
-            await asyncio.to_thread(worker.terminate, 5)
-        for broker in self.brokers.values():
+        await asyncio.gather(*(asyncio.to_thread(w.terminate, 5) for w in self.workers.values()))
+
+        def stop_broker(broker: BrokerProcess) -> None:
             with contextlib.suppress(Exception):
                 broker.process.send_signal(signal.SIGCONT)
-                await asyncio.to_thread(broker.terminate, 10)
+                broker.terminate(10)
+
+        await asyncio.gather(*(asyncio.to_thread(stop_broker, b) for b in self.brokers.values()))
         for history in self._histories:
             history.close()
 

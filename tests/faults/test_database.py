@@ -57,8 +57,7 @@ async def test_postgres_restarted_under_load_keeps_every_admitted_job(
     )
     try:
         queue = "q-pg-restart"
-        run.start_broker("b1")
-        run.start_broker("b2")
+        await run.start_brokers("b1", "b2")
         await run.start_subscriber("s1", queue)
         load(run, queue)
         await run.progress(20)
@@ -79,8 +78,10 @@ async def test_a_brokers_database_link_cut_black_holed_delayed_and_its_commit_re
 ) -> None:
     run = fault_run(label="db-link faults", client_options="timeout=5")
     queue = "q-db-link"
-    await run.start_broker_async("b1", dsn=proxy.dsn)  # b1 reaches PostgreSQL through the proxy
-    run.start_broker("b2")
+    await asyncio.gather(
+        run.start_broker_async("b1", dsn=proxy.dsn),  # b1 reaches PostgreSQL through the proxy
+        run.start_broker_async("b2"),
+    )
     await run.start_subscriber("s1", queue, brokers=["b2"])
     load(run, queue, producer_brokers=("b1",))  # every admission goes through b1
     await run.progress(20)
@@ -247,8 +248,7 @@ async def test_a_connection_storm_after_postgres_comes_back_stays_within_the_poo
     watcher: asyncio.Task[None] | None = None
     try:
         queue = "q-storm"
-        for name in STORM_BROKERS:
-            run.start_broker(name, "--pool-size", str(STORM_POOL))
+        await run.start_brokers(*STORM_BROKERS, args=("--pool-size", str(STORM_POOL)))
         await run.start_subscriber("s1", queue)
         for worker in ("w1", "w2", "w3"):
             run.start_worker(worker, queue, concurrency=8, lock_ms=2_000, work_ms=30)
