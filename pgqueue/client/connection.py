@@ -12,6 +12,8 @@ callers retry writes only with a custom id.  A request refused because the
 connection was already closed was never sent.  Every request carries its
 timeout as ``reqTimeout`` (ms): a broker that reads it later than that (it was
 paused, say) refuses it unexecuted, since by then this side has given up.
+:meth:`Connection.silent_for` says how long the requests in flight have heard
+nothing (the pool's liveness check).
 """
 
 from __future__ import annotations
@@ -62,6 +64,9 @@ class Connection:
         self.closed = asyncio.Event()
         self.failure: BaseException | None = None
         self.int64 = False  # the broker carries 64-bit integers exactly (its Hello says so)
+        now = asyncio.get_running_loop().time()
+        self.last_heard = now  # loop time of the last bytes received
+        self._busy_since = now  # loop time the requests in flight began (none: meaningless)
         self._pump = asyncio.create_task(self._read_loop(), name=f"pgqueue:conn:{address}")
 
     @classmethod
@@ -111,6 +116,14 @@ class Connection:
     def in_flight(self) -> int:
         return len(self._waiting)
 
+    def silent_for(self) -> float:
+        """Seconds the requests in flight have heard nothing from the broker (0 when
+        none is in flight): since the last bytes received, or since they began."""
+        if not self._waiting:
+            return 0.0
+        now = asyncio.get_running_loop().time()
+        return now - max(self.last_heard, self._busy_since)
+
     async def call(
         self, cmd: str, fields: dict[str, Any] | None = None, *, timeout: float | None = 30.0
     ) -> dict[str, Any]:
@@ -144,7 +157,10 @@ class Connection:
                 f"{message.get('cmd')}: a value cannot be sent: {exc}",
                 field=field if field in message else None,
             ) from exc
-        future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[dict[str, Any]] = loop.create_future()
+        if not self._waiting:
+            self._busy_since = loop.time()
         self._waiting[req_id] = future
         answered = False
         try:
@@ -197,6 +213,7 @@ class Connection:
                 data = await self._reader.read(65536)
                 if not data:
                     break
+                self.last_heard = asyncio.get_running_loop().time()
                 for body in frames.feed(data):
                     self._deliver(unpack(body))
         except (OSError, ProtocolError, PgQueueError) as exc:

@@ -13,7 +13,8 @@ forever: the pool recovers by itself when a broker returns.
 What a request that lost its connection raises (:meth:`ConnectionPool.request`):
 
 - ``retry=True`` (idempotent reads, and pushes whose every job has a custom id):
-  sent once more on another connection, transparently;
+  sent once more on another connection (to another broker when one is
+  connected), transparently;
 - ``commit_unknown=True`` (pushes): :class:`~pgqueue.errors.IndeterminateCommit`
   — the broker may have committed it; also on a timeout;
 - otherwise :class:`~pgqueue.errors.ConnectionLost` (retryable by the caller).
@@ -22,6 +23,16 @@ When no broker is reachable, a request waits up to its timeout for a
 connection, then fails with :class:`~pgqueue.errors.ConnectionLost` (it was
 never sent).  A request that times out makes the pool ping that connection;
 one that does not answer the ping is dropped and replaced.
+
+**Liveness.**  A broker that is paused (SIGSTOP), hung or cut off behind a
+black hole keeps the connection open, so only silence tells.  When the
+requests in flight on a connection have heard nothing for half of
+``liveness_timeout`` (10 s by default), the pool pings it; a ping without an
+answer in the other half drops the connection.  Its requests then end as
+above, well before their own timeout: sent again on another broker's
+connection when retrying is safe, indeterminate pushes, lost otherwise.  A
+broker that is merely slow answers the ping (the broker serves the frames of
+one connection concurrently), so a long poll or a slow command is left alone.
 
 :attr:`ConnectionPool.frames` counts the frames sent per command.
 """
@@ -86,6 +97,7 @@ class ConnectionPool:
         size: int = 4,
         request_timeout: float = 30.0,
         connect_timeout: float = 5.0,
+        liveness_timeout: float = 10.0,
         backoff: Backoff = Backoff(),
         opener: Opener = Connection.open,
     ) -> None:
@@ -96,6 +108,7 @@ class ConnectionPool:
         self.size = size
         self.request_timeout = request_timeout
         self.connect_timeout = connect_timeout
+        self.liveness_timeout = liveness_timeout
         self.backoff = backoff
         self.frames: Counter[str] = Counter()
         self.last_error: PgQueueError | None = None
@@ -196,12 +209,39 @@ class ConnectionPool:
                     return
                 self._slots[slot] = conn
                 self._refresh_live()
-            await conn.closed.wait()
+            watchdog = asyncio.create_task(self._watch(conn), name=f"pgqueue:pool:watch:{slot}")
+            try:
+                await conn.closed.wait()
+            finally:
+                watchdog.cancel()
+                await asyncio.wait([watchdog])
             self._slots[slot] = None
             self._refresh_live()
             if not self._closing:
                 log.warning("connection to broker %s lost; reconnecting", conn.address)
                 await conn.close()
+
+    async def _watch(self, conn: Connection) -> None:
+        """The liveness check of one connection (see the module docstring)."""
+        half = self.liveness_timeout / 2
+        while not conn.closed.is_set():
+            silent = conn.silent_for()
+            if silent < half:
+                await asyncio.sleep(max(0.01, half - silent) if conn.in_flight else half / 2)
+                continue
+            self.frames["Ping"] += 1
+            try:
+                await conn.request({"cmd": "Ping"}, timeout=half)
+            except CommandTimeout:
+                log.warning(
+                    "broker %s has not answered for %.1fs; dropping the connection",
+                    conn.address,
+                    silent + half,
+                )
+                conn.abort()
+                return
+            except PgQueueError:  # closed meanwhile
+                return
 
     def _refresh_live(self) -> None:
         if self.connections:
@@ -211,12 +251,14 @@ class ConnectionPool:
 
     # -- requests ---------------------------------------------------------------
 
-    async def _acquire(self, deadline: float) -> Connection:
-        """The least loaded live connection (ties taken in turn); waits for one until
-        ``deadline``."""
+    async def _acquire(self, deadline: float, avoid: str | None = None) -> Connection:
+        """The least loaded live connection (ties taken in turn), one to another broker
+        than ``avoid`` when there is one; waits for one until ``deadline``."""
         loop = asyncio.get_running_loop()
         while True:
             live = self.connections
+            elsewhere = [c for c in live if c.address != avoid]
+            live = elsewhere or live
             if live:
                 shift = next(self._pick) % len(live)
                 return min(live[shift:] + live[:shift], key=lambda c: c.in_flight)
@@ -255,7 +297,9 @@ class ConnectionPool:
             if attempt:
                 log.info("%s lost with %s; sending it again", cmd, conn.address)
                 try:
-                    conn = await self._acquire(deadline)  # the lost one is closed
+                    # the lost one is closed; its broker's other connections may be
+                    # as mute as it was: another broker's, if there is one
+                    conn = await self._acquire(deadline, avoid=conn.address)
                 except ConnectionLost as exc:  # the first one was sent, though
                     raise self._lost(cmd, conn, commit_unknown) from exc
             self.frames[cmd] += 1

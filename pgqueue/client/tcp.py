@@ -137,6 +137,7 @@ class TcpTransport:
             size=settings.pool,
             request_timeout=settings.timeout,
             connect_timeout=settings.connect_timeout,
+            liveness_timeout=settings.liveness_timeout,
             backoff=backoff,
             opener=opener,
         )

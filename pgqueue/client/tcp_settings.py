@@ -20,6 +20,9 @@ option                 default  meaning
 ``batch_delay_ms``     5        longest wait of a job for its auto-batch
 ``max_payload_bytes``  10 MiB   largest job data (JSON), checked before sending
 ``ping_interval``      30       seconds between keep-alive pings of an event stream
+``liveness_timeout``   10       seconds of silence after which a connection with
+                                requests in flight is dropped (pinged at half of
+                                it; its requests fail over or end indeterminate)
 =====================  =======  =================================================
 
 ``namespace`` is refused: the namespace is chosen by each broker when it
@@ -58,6 +61,7 @@ class TcpSettings:
     batch_delay_ms: float = 5.0
     max_payload_bytes: int = MAX_PAYLOAD_BYTES_DEFAULT
     ping_interval: float = 30.0
+    liveness_timeout: float = 10.0
 
     def validate(self) -> TcpSettings:
         if not self.addresses:
@@ -69,6 +73,7 @@ class TcpSettings:
         _between("batch_delay_ms", self.batch_delay_ms, 0, 1_000)
         _between("max_payload_bytes", self.max_payload_bytes, 1024, 64 * 1024 * 1024)
         _between("ping_interval", self.ping_interval, 0.01, 86_400)
+        _between("liveness_timeout", self.liveness_timeout, 0.02, 86_400)
         if self.token is not None and (not isinstance(self.token, str) or not self.token):
             raise ConfigError("token must be a non-empty string")
         return self
@@ -98,6 +103,7 @@ _PARSERS: dict[str, Callable[[str], Any]] = {
     "batch_delay_ms": float,
     "max_payload_bytes": int,
     "ping_interval": float,
+    "liveness_timeout": float,
 }
 
 

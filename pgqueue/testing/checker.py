@@ -31,7 +31,10 @@ What each figure means (docs/reliability.md has the full table):
   (must not exceed the redeliveries).
 - **events missing / duplicated**, per subscriber: outbox events (of the types
   the wire carries) committed while it was subscribed that it never received,
-  or received twice.
+  or received twice.  "While subscribed" ends at the ``upto`` event id its
+  ``unsubscribed`` record names (the position the run waited for it to reach
+  before closing it), or, without one, a second before it closed (events
+  still in flight then are not held against it).
 - **DLQ expected vs found**: poison jobs must be dead-lettered, other jobs not
   (except after stalls); with ``backoff_ms`` the gaps between attempts are
   checked on the database clock (never shorter than the backoff).
@@ -61,6 +64,7 @@ SKIPPED_ON_THE_WIRE = frozenset({"dlq", "dlq_audit"})  # server/wire.py sends th
 LEASE_ENDS = frozenset(
     {"completed", "failed", "stalled", "retried", "waiting", "delayed", "removed", "dlq"}
 )
+CLOSING_MARGIN_S = 1.0  # without an ``upto``: events of a subscriber's last second may be in flight
 BACKOFF_TOLERANCE_MS = 5.0  # timestamps are rounded to the millisecond
 
 
@@ -251,6 +255,7 @@ class _Subscriber:
     queue: str = ""
     ready_t: float | None = None
     end_t: float | None = None
+    upto: int | None = None
     seqs: Counter[int] = field(default_factory=Counter)
 
 
@@ -303,6 +308,8 @@ class _History:
                 sub.ready_t = float(r["t"])
             elif kind == "unsubscribed":
                 sub.end_t = float(r["t"])
+                if isinstance(r.get("upto"), int):
+                    sub.upto = int(r["upto"])
             elif isinstance(r.get("seq"), int):
                 sub.seqs[int(r["seq"])] += 1
                 if isinstance(r.get("ts"), int | float):
@@ -456,13 +463,17 @@ def _check_events(h: _History, events: Sequence[EventRow], report: Report, grace
         if sub.ready_t is None:
             continue
         start_ms = (sub.ready_t + grace_s) * 1000
-        end_ms = float("inf") if sub.end_t is None else (sub.end_t - 1.0) * 1000
+        end_ms = float("inf")
+        if sub.end_t is not None and sub.upto is None:
+            end_ms = (sub.end_t - CLOSING_MARGIN_S) * 1000
+        upto = sub.upto if sub.upto is not None else float("inf")
         expected = {
             e.id
             for e in events
             if e.queue == sub.queue
             and e.type not in SKIPPED_ON_THE_WIRE
             and start_ms <= e.ts_ms <= end_ms
+            and e.id <= upto
         }
         missing = expected - set(sub.seqs)
         report.events_missing[name] = len(missing)

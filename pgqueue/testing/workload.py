@@ -221,8 +221,11 @@ class RecordingSubscriber:
                 ts=event.timestamp,
             )
 
-    async def close(self) -> None:
-        self.history.write("unsubscribed", subscriber=self.name, queue=self.queue)
+    async def close(self, upto: int | None = None) -> None:
+        """Unsubscribe; ``upto``: the outbox event id the caller waited for this
+        subscriber to reach (the checker expects every event up to it)."""
+        position = {} if upto is None else {"upto": upto}
+        self.history.write("unsubscribed", subscriber=self.name, queue=self.queue, **position)
         await self.events.close()
         if self._task is not None:
             with contextlib.suppress(asyncio.CancelledError):

@@ -268,6 +268,36 @@ async def test_a_broker_that_stops_answering_is_dropped_and_replaced(
         await transport.close()
 
 
+async def test_requests_to_a_paused_broker_end_at_the_liveness_timeout_not_the_request_timeout(
+    brokers: BrokerFactory,
+) -> None:
+    # The request timeout stays 30 s; a connection whose requests hear nothing
+    # for liveness_timeout (1 s) is dropped: a read is sent again to b, a push
+    # without a custom id ends indeterminate, both within a few seconds.
+    a, b = brokers.start("a", http=False), brokers.start("b", http=False)
+    transport = await open_transport(
+        f"pgqueue://{a.address},{b.address}", pool=1, liveness_timeout=1, connect_timeout=0.5
+    )
+    loop = asyncio.get_running_loop()
+    try:
+        assert transport.settings.timeout == 30
+        assert only_connection(transport).address == a.address
+        signal_broker(a, signal.SIGSTOP)
+        began = loop.time()
+        assert await transport.get_state("x") == "unknown"  # answered by b
+        assert loop.time() - began < 10
+        assert only_connection(transport).address == b.address
+        signal_broker(b, signal.SIGSTOP)
+        began = loop.time()
+        with pytest.raises(IndeterminateCommit):
+            await transport.push(new_queue(), JobInput("n", 1))
+        assert loop.time() - began < 10
+    finally:
+        signal_broker(b, signal.SIGCONT)
+        a.kill()
+        await transport.close()
+
+
 async def test_an_event_stream_whose_broker_stops_answering_moves_to_another(
     brokers: BrokerFactory,
 ) -> None:

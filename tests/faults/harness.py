@@ -102,17 +102,26 @@ class FaultRun:
         self._histories: list[HistoryWriter] = [self.nemesis]
         self._own_args: dict[str, tuple[str, ...]] = {}
         self._dsns: dict[str, str] = {}
+        self._envs: dict[str, dict[str, str]] = {}
         self.timings: list[tuple[str, float]] = []  # how long drains and starts took
         self._worker_args: dict[str, tuple[str, tuple[str, ...], int, int, int]] = {}
 
     # -- parts -------------------------------------------------------------------
 
     def start_broker(
-        self, name: str, *args: str, tcp_port: int | None = None, dsn: str | None = None
+        self,
+        name: str,
+        *args: str,
+        tcp_port: int | None = None,
+        dsn: str | None = None,
+        env: Mapping[str, str] | None = None,
     ) -> BrokerProcess:
-        """Start a broker; ``dsn``: its own way to the database (a fault proxy)."""
+        """Start a broker; ``dsn``: its own way to the database (a fault proxy);
+        ``env``: variables of its process (a skewed clock), kept for restarts."""
         dsn = dsn or self._dsns.get(name) or self.dsn
         self._dsns[name] = dsn
+        if env is not None:
+            self._envs[name] = {**(self.env or {}), **env}
         factory = BrokerFactory(dsn, self.namespace, self.tmp)
         began = time.monotonic()
         broker = factory.start(
@@ -121,7 +130,7 @@ class FaultRun:
             *self.broker_args,
             *args,
             http=False,
-            env=self.env,
+            env=self._envs.get(name, self.env),
             tcp_port=tcp_port,
         )
         self.timings.append((f"start {name}", time.monotonic() - began))
@@ -132,6 +141,10 @@ class FaultRun:
     async def start_broker_async(self, name: str, *args: str, **options: Any) -> BrokerProcess:
         """:meth:`start_broker` off the event loop (which may serve its fault proxy)."""
         return await asyncio.to_thread(self.start_broker, name, *args, **options)
+
+    async def start_brokers(self, *names: str, args: Sequence[str] = ()) -> None:
+        """Start several brokers at once (each start is mostly Python importing)."""
+        await asyncio.gather(*(self.start_broker_async(name, *args) for name in names))
 
     def restart_broker(self, name: str) -> BrokerProcess:
         """Start ``name`` again on its port (after a kill or a stop)."""
@@ -308,6 +321,21 @@ class FaultRun:
             )
         )
 
+    async def last_event(self, queue: str) -> int:
+        """The id of ``queue``'s last event that the wire carries (0 if none)."""
+        conn = await asyncpg.connect(self.dsn)
+        try:
+            return int(
+                await conn.fetchval(
+                    "SELECT coalesce(max(id), 0) FROM pgqueue_events WHERE namespace = $1"
+                    " AND queue = $2 AND type NOT IN ('dlq', 'dlq_audit')",
+                    self.namespace,
+                    queue,
+                )
+            )
+        finally:
+            await conn.close()
+
     async def _value(self, query: str) -> Any:
         conn = await asyncpg.connect(self.dsn)
         try:
@@ -345,19 +373,19 @@ class FaultRun:
 
         with contextlib.suppress(TimeoutError):
             await eventually(drained, timeout=drain_timeout, interval=0.2, message="drained")
-        last = int(
-            await self._value(
-                "SELECT coalesce(max(id), 0) FROM pgqueue_events WHERE namespace = $1"
-                " AND queue = ANY($2) AND type NOT IN ('dlq', 'dlq_audit')"
-            )
-        )
+        # Each subscriber must reach its queue's last event before it closes;
+        # the checker then expects every event up to that one (a dropped event
+        # that is the last shows as missing after this wait's deadline).
+        last: dict[str, int] = {}
         for subscriber in self.subscribers:
+            last[subscriber.name] = await self.last_event(subscriber.queue)
             with contextlib.suppress(TimeoutError):
-                await eventually(lambda s=subscriber: s.max_seq >= last, timeout=10)
-        for worker in self.workers.values():
-            await asyncio.to_thread(worker.terminate)
+                await eventually(
+                    lambda s=subscriber: s.max_seq >= last[s.name], timeout=10, interval=0.05
+                )
+        await asyncio.gather(*(asyncio.to_thread(w.terminate) for w in self.workers.values()))
         for subscriber in self.subscribers:
-            await subscriber.close()
+            await subscriber.close(upto=last[subscriber.name])
         for history in self._histories:
             history.close()
         report = await check_run(
@@ -372,8 +400,7 @@ class FaultRun:
         if self.timings:
             print("timings:", ", ".join(f"{what} {seconds:.1f}s" for what, seconds in self.timings))
         (self.tmp / "report.json").write_text(json.dumps(report.to_json(), indent=2))
-        for broker in self.brokers.values():
-            await asyncio.to_thread(broker.terminate, 15)
+        await asyncio.gather(*(asyncio.to_thread(b.terminate, 15) for b in self.brokers.values()))
         return report
 
     async def abort(self) -> None:
@@ -388,12 +415,14 @@ class FaultRun:
         for subscriber in self.subscribers:
             with contextlib.suppress(Exception):
                 await subscriber.close()
-        for worker in self.workers.values():
-            await asyncio.to_thread(worker.terminate, 5)
-        for broker in self.brokers.values():
+        await asyncio.gather(*(asyncio.to_thread(w.terminate, 5) for w in self.workers.values()))
+
+        def stop_broker(broker: BrokerProcess) -> None:
             with contextlib.suppress(Exception):
                 broker.process.send_signal(signal.SIGCONT)
-                await asyncio.to_thread(broker.terminate, 10)
+                broker.terminate(10)
+
+        await asyncio.gather(*(asyncio.to_thread(stop_broker, b) for b in self.brokers.values()))
         for history in self._histories:
             history.close()
 

@@ -21,7 +21,7 @@ async def test_a_seeded_combination_of_faults_loses_nothing_and_accepts_no_stale
 ) -> None:
     run = fault_run(label=f"combined seed={SEED}", client_options="timeout=5")
     nemesis = await combined_run(
-        run, seed=SEED, seconds=20, queue="q-combined", proxy=proxy, min_steps=6
+        run, seed=SEED, seconds=10, queue="q-combined", proxy=proxy, min_steps=6
     )
     report = await run.finish(backoff_ms=100)
     print("steps:", nemesis.steps)

@@ -27,11 +27,6 @@ async def test_an_ack_without_the_fence_check_is_reported_as_a_stale_ack_accepte
     assert not report.valid
 
 
-@pytest.mark.skip(
-    reason="issue 12 follow-up: the drop-event defect does not reach the subscriber's"
-    " events in this scenario (0 missing, on the feat/faults branch too), so this"
-    " control does not yet prove the checker catches a dropped event"
-)
 async def test_a_dropped_event_is_reported_missing_for_its_subscriber(
     fault_run: Callable[..., FaultRun],
 ) -> None:

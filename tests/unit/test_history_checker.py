@@ -142,6 +142,32 @@ def test_events_a_subscriber_missed_or_got_twice_are_counted_per_subscriber() ->
     assert not report.valid
 
 
+def test_an_event_missed_just_before_the_subscriber_closed_is_missing_given_its_position() -> None:
+    # The run waited for s1 to reach event 3, then closed it 0.2 s after that
+    # event's commit: the closing margin must not hide the event it never got.
+    history, snapshot = clean_run()
+    history += [
+        rec("subscribed", t=0.5, subscriber="s1", queue="q"),
+        rec("event", t=1.1, subscriber="s1", queue="q", seq=1, ts=1000.0),
+        rec("event", t=2.1, subscriber="s1", queue="q", seq=2, ts=2000.0),
+        rec("unsubscribed", t=3.2, subscriber="s1", queue="q", upto=3),
+    ]
+    report = check(history, snapshot)
+    assert report.events_missing == {"s1": 1}
+    assert not report.valid
+
+
+def test_without_a_position_events_of_the_last_second_before_closing_are_not_expected() -> None:
+    history, snapshot = clean_run()
+    history += [
+        rec("subscribed", t=0.5, subscriber="s1", queue="q"),
+        rec("event", t=1.1, subscriber="s1", queue="q", seq=1, ts=1000.0),
+        rec("event", t=2.1, subscriber="s1", queue="q", seq=2, ts=2000.0),
+        rec("unsubscribed", t=3.2, subscriber="s1", queue="q"),
+    ]
+    assert check(history, snapshot).events_missing == {"s1": 0}
+
+
 def test_poison_jobs_must_reach_the_dlq_after_their_backoff() -> None:
     history = [*pushed("c1", "j1", poison=True), *pushed("c2", "j2", poison=True)]
     failed = [

@@ -42,6 +42,14 @@ def test_keyword_options_override_the_url() -> None:
     assert (settings.pool, settings.token, settings.batch_max_jobs) == (8, "b", 10)
 
 
+def test_the_liveness_timeout_is_10_s_shorter_than_the_request_timeout_and_settable() -> None:
+    default = parse_url("pgqueue://h")
+    assert default.liveness_timeout == 10 and default.liveness_timeout < default.timeout
+    assert parse_url("pgqueue://h?liveness_timeout=2.5").liveness_timeout == 2.5
+    transport = TcpTransport.from_url("pgqueue://h", liveness_timeout=3)
+    assert transport.pool.liveness_timeout == 3
+
+
 def test_the_same_broker_listed_twice_is_kept_once() -> None:
     assert parse_url("pgqueue://h:1,h:1,h:2").addresses == (("h", 1), ("h", 2))
 
@@ -70,6 +78,7 @@ def test_open_transport_builds_a_tcp_transport_from_a_pgqueue_url() -> None:
         ("pgqueue://h?timeout=-1", "timeout must be"),
         ("pgqueue://h?autobatch=maybe", "not a boolean"),
         ("pgqueue://h?batch_max_jobs=0", "batch_max_jobs must be"),
+        ("pgqueue://h?liveness_timeout=0", "liveness_timeout must be"),
         ("pgqueue://h?token=", "token must be a non-empty string"),
         ("pgqueue://h?pool=1&pool=2", "given twice"),
         ("pgqueue://h?poool=2", "unknown connection option: poool"),
