@@ -17,6 +17,7 @@ from pgqueue.cli.operator import (
     confirm_or_refuse,
     connection_options,
     json_option,
+    on_queue,
     run_async,
     with_admin,
 )
@@ -67,10 +68,7 @@ def queues(target: Target, as_json: bool) -> None:
 def pause(target: Target, queue: str) -> None:
     """Stop every worker on every broker from taking jobs of QUEUE."""
 
-    async def work(admin: Admin) -> None:
-        await (await admin.queue(queue)).pause()
-
-    run_async(with_admin(target, work))
+    on_queue(target, queue, lambda q: q.pause())
     out.print(f"queue {queue} paused")
 
 
@@ -80,10 +78,7 @@ def pause(target: Target, queue: str) -> None:
 def resume(target: Target, queue: str) -> None:
     """Let workers take jobs of QUEUE again."""
 
-    async def work(admin: Admin) -> None:
-        await (await admin.queue(queue)).resume()
-
-    run_async(with_admin(target, work))
+    on_queue(target, queue, lambda q: q.resume())
     out.print(f"queue {queue} resumed")
 
 
@@ -95,18 +90,12 @@ def resume(target: Target, queue: str) -> None:
 def drain(target: Target, queue: str, delayed: bool, yes: bool) -> None:
     """Remove the waiting (and with --delayed the delayed) jobs of QUEUE."""
 
-    async def count(admin: Admin) -> dict[str, int]:
-        return await (await admin.queue(queue)).get_counts()
-
-    counts = run_async(with_admin(target, count))
+    counts = on_queue(target, queue, lambda q: q.get_counts())
     doomed = counts["waiting"] + counts["prioritized"] + (counts["delayed"] if delayed else 0)
     what = "waiting and delayed" if delayed else "waiting"
     confirm_or_refuse(f"Remove {doomed} {what} job(s) of queue {queue}?", yes)
 
-    async def work(admin: Admin) -> int:
-        return await (await admin.queue(queue)).drain(delayed)
-
-    removed = run_async(with_admin(target, work))
+    removed = on_queue(target, queue, lambda q: q.drain(delayed))
     out.print(f"queue {queue}: removed {removed} job(s)")
 
 
@@ -127,20 +116,14 @@ def drain(target: Target, queue: str, delayed: bool, yes: bool) -> None:
 def clean(target: Target, queue: str, state: str, grace_ms: int, limit: int, yes: bool) -> None:
     """Remove up to --limit jobs of QUEUE in --state older than --grace-ms."""
 
-    async def count(admin: Admin) -> dict[str, int]:
-        return await (await admin.queue(queue)).get_counts()
-
-    present = run_async(with_admin(target, count)).get(state, 0)
+    present = on_queue(target, queue, lambda q: q.get_counts()).get(state, 0)
     confirm_or_refuse(
         f"Remove up to {min(limit, present)} {state} job(s) of queue {queue} "
         f"older than {grace_ms} ms?",
         yes,
     )
 
-    async def work(admin: Admin) -> list[str]:
-        return await (await admin.queue(queue)).clean(grace_ms, limit, state)
-
-    removed = run_async(with_admin(target, work))
+    removed = on_queue(target, queue, lambda q: q.clean(grace_ms, limit, state))
     out.print(f"queue {queue}: removed {len(removed)} {state} job(s)")
 
 
@@ -162,10 +145,7 @@ def obliterate(target: Target, queue: str, force: bool, yes: bool) -> None:
         yes,
     )
 
-    async def work(admin: Admin) -> None:
-        await (await admin.queue(queue)).obliterate(force)
-
-    run_async(with_admin(target, work))
+    on_queue(target, queue, lambda q: q.obliterate(force))
     out.print(f"queue {queue} obliterated")
 
 
