@@ -7,6 +7,7 @@ refuse (exit code 2) unless ``--yes`` is given.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import click
@@ -22,7 +23,7 @@ from pgqueue.cli.operator import (
     with_admin,
 )
 from pgqueue.cli.render import out, print_json, table
-from pgqueue.client import Admin
+from pgqueue.client import Admin, Queue
 
 __all__ = ["register"]
 
@@ -62,24 +63,25 @@ def queues(target: Target, as_json: bool) -> None:
     out.print(table(["queue", "state", *(c for c, _ in COUNT_COLUMNS), "dlq"], rows))
 
 
-@click.command("pause")
-@click.argument("queue")
-@connection_options
-def pause(target: Target, queue: str) -> None:
-    """Stop every worker on every broker from taking jobs of QUEUE."""
+def _switch(
+    name: str, done: str, help: str, act: Callable[[Queue], Awaitable[None]]
+) -> click.Command:
+    """A command that does ``act`` to QUEUE and says it is ``done``."""
 
-    on_queue(target, queue, lambda q: q.pause())
-    out.print(f"queue {queue} paused")
+    @click.command(name, help=help)
+    @click.argument("queue")
+    @connection_options
+    def switch(target: Target, queue: str) -> None:
+        on_queue(target, queue, act)
+        out.print(f"queue {queue} {done}")
+
+    return switch
 
 
-@click.command("resume")
-@click.argument("queue")
-@connection_options
-def resume(target: Target, queue: str) -> None:
-    """Let workers take jobs of QUEUE again."""
-
-    on_queue(target, queue, lambda q: q.resume())
-    out.print(f"queue {queue} resumed")
+pause = _switch(
+    "pause", "paused", "Stop every worker on every broker from taking jobs of QUEUE.", Queue.pause
+)
+resume = _switch("resume", "resumed", "Let workers take jobs of QUEUE again.", Queue.resume)
 
 
 @click.command("drain")

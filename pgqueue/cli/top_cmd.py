@@ -243,18 +243,10 @@ def _seconds(
 )
 @click.option("--json", "as_json", is_flag=True, default=False, help="one JSON line per refresh")
 @connection_options
-def top(
-    target: Target,
-    interval_s: float,
-    window_s: float,
-    discover_s: float,
-    resync_s: float,
-    frames: int,
-    as_json: bool,
-) -> None:
+def top(**options: Any) -> None:
     """A live table of every queue: counts, rates and latencies, from the event streams."""
     with contextlib.suppress(KeyboardInterrupt):
-        asyncio.run(_run(target, interval_s, window_s, discover_s, resync_s, frames, as_json))
+        asyncio.run(_run(**options))  # the options, by name, as _run takes them
 
 
 def register(group: click.Group) -> None:

@@ -42,7 +42,7 @@ from pgqueue.manager.admission import admit_in
 from pgqueue.manager.context import EngineContext
 from pgqueue.manager.cron.models import Scheduler
 from pgqueue.manager.cron.schedule import Timing, plan_ticks
-from pgqueue.manager.cron.spec import job_template, tick_unique_key
+from pgqueue.manager.cron.spec import template_spec
 from pgqueue.manager.options import JobSpec
 
 __all__ = ["CronTicker", "TickReport", "tick_once"]
@@ -83,15 +83,8 @@ class _Fired:
 
 def _template(ctx: EngineContext, s: Scheduler, data_json: str | None) -> JobSpec | None:
     try:
-        return job_template(
-            s.queue,
-            s.job_name,
-            s.job_options,
-            priority=s.priority,
-            unique_key=tick_unique_key(s.name, s.unique_key, s.prevent_overlap),
-            dedup=s.dedup,
-            data_json=data_json or "null",
-            max_payload_bytes=ctx.config.max_payload_bytes,
+        return template_spec(
+            s, data_json=data_json or "null", max_payload_bytes=ctx.config.max_payload_bytes
         )
     except ValidationError as exc:  # a template that no longer passes (settings changed)
         log.warning("scheduler %s: its job template is refused, tick skipped: %s", s.name, exc)
