@@ -21,7 +21,7 @@ from pgqueue.client.events import QueueEvent, QueueEvents
 from pgqueue.client.job import Job
 from pgqueue.client.options import JobOptions, RepeatOptions, check_job, merge_options
 from pgqueue.client.schedulers import JobScheduler, SchedulerTemplate, scheduler_input
-from pgqueue.client.transport import JobInput, Transport
+from pgqueue.client.transport import DlqRedrive, JobInput, Transport
 from pgqueue.config import MAX_PAYLOAD_BYTES_DEFAULT
 from pgqueue.errors import ConfigError, JobFailed, JobNotFound, ValidationError
 from pgqueue.vocabulary.names import validate_job_id, validate_queue_name
@@ -500,9 +500,8 @@ class Queue(TransportOwner):
         """Send one dead-lettered job, up to ``limit`` of them (oldest first, only
         ``reason``'s if given), or every one back to waiting; how many moved.
         ``why`` is stored in the DLQ audit."""
-        return await (await self.transport()).retry_dlq(
-            self.name, job_id, limit=limit, reason=reason, why=why
-        )
+        redrive = DlqRedrive(limit, reason, why)
+        return await (await self.transport()).retry_dlq(self.name, job_id, redrive)
 
     async def purge_dlq(self, *, reason: str | None = None, why: str | None = None) -> int:
         """Delete every dead-letter entry of this queue (of ``reason``, if given); how many."""
