@@ -60,13 +60,6 @@ class Queue(TransportOwner):
         self._listener: QueueEvents | None = None
         self._waiters: dict[str, set[asyncio.Future[QueueEvent]]] = {}
 
-    async def __aenter__(self) -> Queue:
-        await self.transport()
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.close()
-
     async def close(self) -> None:
         listener, self._listener = self._listener, None
         if listener is not None:
