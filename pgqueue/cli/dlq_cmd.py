@@ -20,6 +20,7 @@ from pgqueue.cli.operator import (
     json_option,
     run_async,
     with_admin,
+    yes_option,
 )
 from pgqueue.cli.render import age, moment, out, plural, print_json, progress_bar, table
 from pgqueue.client import Admin
@@ -212,7 +213,7 @@ def redrive(
 @click.option("--all", "every", is_flag=True, default=False, help="every queue's DLQ")
 @reason_option
 @why_option
-@click.option("--yes", "-y", is_flag=True, default=False, help="do not ask for confirmation")
+@yes_option
 @connection_options
 @json_option
 def purge(

@@ -114,6 +114,11 @@ def connection_options(fn: F) -> F:
     return wrapper  # type: ignore[return-value]
 
 
+yes_option = click.option(
+    "--yes", "-y", is_flag=True, default=False, help="do not ask for confirmation"
+)
+"""``--yes``: a destructive command does not ask (see :func:`confirm_or_refuse`)."""
+
 json_option = click.option(
     "--json", "as_json", is_flag=True, default=False, help="print JSON for scripts"
 )

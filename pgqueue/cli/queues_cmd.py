@@ -21,6 +21,7 @@ from pgqueue.cli.operator import (
     on_queue,
     run_async,
     with_admin,
+    yes_option,
 )
 from pgqueue.cli.render import out, print_json, table
 from pgqueue.client import Admin, Queue
@@ -87,7 +88,7 @@ resume = _switch("resume", "resumed", "Let workers take jobs of QUEUE again.", Q
 @click.command("drain")
 @click.argument("queue")
 @click.option("--delayed", is_flag=True, default=False, help="remove the delayed jobs too")
-@click.option("--yes", "-y", is_flag=True, default=False, help="do not ask for confirmation")
+@yes_option
 @connection_options
 def drain(target: Target, queue: str, delayed: bool, yes: bool) -> None:
     """Remove the waiting (and with --delayed the delayed) jobs of QUEUE."""
@@ -113,7 +114,7 @@ def drain(target: Target, queue: str, delayed: bool, yes: bool) -> None:
     "--grace-ms", type=click.IntRange(min=0), default=0, help="only jobs older than this (ms)"
 )
 @shown_option("--limit", type=click.IntRange(min=1), default=1000, help="remove at most this many")
-@click.option("--yes", "-y", is_flag=True, default=False, help="do not ask for confirmation")
+@yes_option
 @connection_options
 def clean(target: Target, queue: str, state: str, grace_ms: int, limit: int, yes: bool) -> None:
     """Remove up to --limit jobs of QUEUE in --state older than --grace-ms."""
@@ -132,7 +133,7 @@ def clean(target: Target, queue: str, state: str, grace_ms: int, limit: int, yes
 @click.command("obliterate")
 @click.argument("queue")
 @click.option("--force", is_flag=True, default=False, help="even while jobs are active")
-@click.option("--yes", "-y", is_flag=True, default=False, help="do not ask for confirmation")
+@yes_option
 @connection_options
 def obliterate(target: Target, queue: str, force: bool, yes: bool) -> None:
     """Remove QUEUE with all its jobs, settings and DLQ entries."""

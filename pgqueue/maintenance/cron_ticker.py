@@ -203,13 +203,11 @@ class CronTicker(Periodic[TickReport]):
     log = log
 
     def __init__(self, ctx: EngineContext, elector: LeaderElector) -> None:
-        interval_ms = ctx.config.cron_interval_ms
-        super().__init__(ctx, elector, interval_ms / 1000, TickReport())
-        self._prune_every = max(1, int(60_000 / interval_ms))
+        super().__init__(ctx, elector, ctx.config.cron_interval_ms, TickReport())
 
     async def pass_once(self) -> TickReport:
         report = await tick_once(self._ctx)
-        if self.leader_turn(self._prune_every):
+        if self.leaders_minute():
             await self._ctx.db.execute(
                 Q.scheduler_ticks_prune, self._ctx.namespace, TICKS_KEPT_MS, PRUNE_BATCH
             )

@@ -176,7 +176,7 @@ class DlqUpkeep(Periodic[DlqUpkeepReport]):
     ) -> None:
         if interval_ms < 10:
             raise ValueError("interval_ms must be at least 10")
-        super().__init__(ctx, elector, interval_ms / 1000, DlqUpkeepReport())
+        super().__init__(ctx, elector, interval_ms, DlqUpkeepReport())
 
     async def pass_once(self) -> DlqUpkeepReport:
         report = await dlq_upkeep_once(self._ctx)

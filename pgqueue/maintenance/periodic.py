@@ -34,12 +34,13 @@ class Periodic(Service, Generic[R]):
     log: ClassVar[logging.Logger] = logging.getLogger("pgqueue")
 
     def __init__(
-        self, ctx: EngineContext, elector: LeaderElector, interval_s: float, report: R
+        self, ctx: EngineContext, elector: LeaderElector, interval_ms: int, report: R
     ) -> None:
         super().__init__()
         self._ctx = ctx
         self._elector = elector
-        self._interval = interval_s
+        self._interval = interval_ms / 1000
+        self._per_minute = max(1, int(60_000 / interval_ms))
         self.passes = 0
         self.last_report = report
         self.done = asyncio.Event()
@@ -48,9 +49,10 @@ class Periodic(Service, Generic[R]):
         """One pass; its report becomes ``last_report``."""
         raise NotImplementedError
 
-    def leader_turn(self, every: int) -> bool:
-        """Whether the pass now running is one of every ``every`` and this broker leads."""
-        return self._elector.is_leader.is_set() and (self.passes + 1) % every == 0
+    def leaders_minute(self) -> bool:
+        """Whether this broker leads and the pass now running is the first of a
+        minute's (for upkeep the leader does once a minute)."""
+        return self._elector.is_leader.is_set() and (self.passes + 1) % self._per_minute == 0
 
     async def run(self) -> None:
         self.started.set()

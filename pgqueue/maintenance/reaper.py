@@ -230,13 +230,11 @@ class Reaper(Periodic[ReapReport]):
     log = log
 
     def __init__(self, ctx: EngineContext, elector: LeaderElector) -> None:
-        interval_ms = ctx.config.reaper_interval_ms
-        super().__init__(ctx, elector, interval_ms / 1000, ReapReport())
-        self._purge_every = max(1, int(60_000 / interval_ms))
+        super().__init__(ctx, elector, ctx.config.reaper_interval_ms, ReapReport())
 
     async def pass_once(self) -> ReapReport:
         report = await reap_once(self._ctx)
-        if self.leader_turn(self._purge_every):
+        if self.leaders_minute():
             await self._ctx.db.execute(
                 Q.session_purge_stale, self._ctx.namespace, self._ctx.config.session_stale_ms * 2
             )

@@ -151,8 +151,7 @@ class Retention(Periodic[RetentionReport]):
     log = log
 
     def __init__(self, ctx: EngineContext, elector: LeaderElector) -> None:
-        interval_s = ctx.config.retention_interval_ms / 1000
-        super().__init__(ctx, elector, interval_s, RetentionReport())
+        super().__init__(ctx, elector, ctx.config.retention_interval_ms, RetentionReport())
         self._horizon: int | None = None
 
     async def pass_once(self) -> RetentionReport:
