@@ -25,7 +25,7 @@ from typing import Final
 import orjson
 
 from pgqueue.db.errormap import TransientConflict
-from pgqueue.db.executor import Executor
+from pgqueue.db.executor import Executor, Row
 from pgqueue.db.queries import Q
 from pgqueue.db.retry import in_transaction
 from pgqueue.errors import DependencyNotFound, DuplicateJob
@@ -263,12 +263,7 @@ async def _finished_holders(tx: Executor, ns: str, plan: _Plan, keyed: list[int]
     (a dedup TTL outlives its job).  An ``extend`` moves the holder's deadline;
     a ``replace`` takes the key from it (the spec is admitted, not in the map)."""
     specs = plan.specs
-    rows = await tx.fetch(
-        Q.job_unique_keys_held_finished,
-        ns,
-        [specs[i].queue for i in keyed],
-        [specs[i].unique_key for i in keyed],
-    )
+    rows = await _keys_held_finished(tx, ns, specs, keyed)
     held: dict[int, str] = {}
     released: list[str] = []
     for row in rows:
@@ -285,6 +280,19 @@ async def _finished_holders(tx: Executor, ns: str, plan: _Plan, keyed: list[int]
     return held
 
 
+async def _keys_held_finished(
+    tx: Executor, ns: str, specs: Sequence[JobSpec], indices: list[int]
+) -> list[Row]:
+    """The finished jobs holding the unique keys of ``specs[i]`` for ``i`` in ``indices``
+    (``ord``: the 1-based place in ``indices``)."""
+    return await tx.fetch(
+        Q.job_unique_keys_held_finished,
+        ns,
+        [specs[i].queue for i in indices],
+        [specs[i].unique_key for i in indices],
+    )
+
+
 async def _check_no_finished_holder(
     tx: Executor, ns: str, plan: _Plan, inserted: list[int]
 ) -> None:
@@ -293,14 +301,7 @@ async def _check_no_finished_holder(
     its row.  Starting again sees it, and decides by it."""
     if not inserted:
         return
-    specs = plan.specs
-    rows = await tx.fetch(
-        Q.job_unique_keys_held_finished,
-        ns,
-        [specs[i].queue for i in inserted],
-        [specs[i].unique_key for i in inserted],
-    )
-    if rows:
+    if await _keys_held_finished(tx, ns, plan.specs, inserted):
         raise TransientConflict("the owner of this unique key finished meanwhile")
 
 
