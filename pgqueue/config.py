@@ -21,6 +21,7 @@ __all__ = [
     "REAPER_INTERVAL_MS_DEFAULT",
     "SESSION_STALE_MS_DEFAULT",
     "Config",
+    "at_least",
 ]
 
 NAMESPACE_PATTERN = re.compile(r"^[A-Za-z0-9_.:-]{1,64}$")
@@ -108,34 +109,35 @@ class Config:
             0 < len(self.broker_id) <= 200 and self.broker_id.isprintable()
         ):
             raise ConfigError("broker_id must be 1-200 printable characters")
-        _at_least("pool_min_size", self.pool_min_size, 1)
-        _at_least("pool_max_size", self.pool_max_size, self.pool_min_size)
-        _at_least("lease_ms", self.lease_ms, LEASE_MS_MIN)
-        _at_least("poll_interval_ms", self.poll_interval_ms, POLL_INTERVAL_MS_MIN)
-        _at_least("session_heartbeat_ms", self.session_heartbeat_ms, 50)
-        _at_least("session_stale_ms", self.session_stale_ms, 2 * self.session_heartbeat_ms)
-        _at_least("leader_ttl_ms", self.leader_ttl_ms, 2 * self.reaper_interval_ms)
-        _at_least("reaper_interval_ms", self.reaper_interval_ms, 10)
-        _at_least("reaper_batch", self.reaper_batch, 1)
-        _at_least("max_payload_bytes", self.max_payload_bytes, 1024)
-        _at_least("max_stalls_default", self.max_stalls_default, 1)
-        _at_least("statement_timeout_ms", self.statement_timeout_ms, 0)
-        _at_least("lock_timeout_ms", self.lock_timeout_ms, 0)
-        _at_least("idle_in_transaction_timeout_ms", self.idle_in_transaction_timeout_ms, 0)
-        _at_least("event_batch", self.event_batch, 1)
-        _at_least("retention_interval_ms", self.retention_interval_ms, 10)
-        _at_least("retention_completed_ms", self.retention_completed_ms, 0)
-        _at_least("retention_failed_ms", self.retention_failed_ms, 0)
-        _at_least("retention_events_ms", self.retention_events_ms, 1_000)
-        _at_least("retention_events_per_queue", self.retention_events_per_queue, 1)
-        _at_least("worker_stale_ms", self.worker_stale_ms, 1_000)
-        _at_least("cron_interval_ms", self.cron_interval_ms, 10)
-        _at_least("cron_catch_up_max", self.cron_catch_up_max, 1)
-        _at_least("statement_cache_size", self.statement_cache_size, 0)
+        at_least("pool_min_size", self.pool_min_size, 1)
+        at_least("pool_max_size", self.pool_max_size, self.pool_min_size)
+        at_least("lease_ms", self.lease_ms, LEASE_MS_MIN)
+        at_least("poll_interval_ms", self.poll_interval_ms, POLL_INTERVAL_MS_MIN)
+        at_least("session_heartbeat_ms", self.session_heartbeat_ms, 50)
+        at_least("session_stale_ms", self.session_stale_ms, 2 * self.session_heartbeat_ms)
+        at_least("leader_ttl_ms", self.leader_ttl_ms, 2 * self.reaper_interval_ms)
+        at_least("reaper_interval_ms", self.reaper_interval_ms, 10)
+        at_least("reaper_batch", self.reaper_batch, 1)
+        at_least("max_payload_bytes", self.max_payload_bytes, 1024)
+        at_least("max_stalls_default", self.max_stalls_default, 1)
+        at_least("statement_timeout_ms", self.statement_timeout_ms, 0)
+        at_least("lock_timeout_ms", self.lock_timeout_ms, 0)
+        at_least("idle_in_transaction_timeout_ms", self.idle_in_transaction_timeout_ms, 0)
+        at_least("event_batch", self.event_batch, 1)
+        at_least("retention_interval_ms", self.retention_interval_ms, 10)
+        at_least("retention_completed_ms", self.retention_completed_ms, 0)
+        at_least("retention_failed_ms", self.retention_failed_ms, 0)
+        at_least("retention_events_ms", self.retention_events_ms, 1_000)
+        at_least("retention_events_per_queue", self.retention_events_per_queue, 1)
+        at_least("worker_stale_ms", self.worker_stale_ms, 1_000)
+        at_least("cron_interval_ms", self.cron_interval_ms, 10)
+        at_least("cron_catch_up_max", self.cron_catch_up_max, 1)
+        at_least("statement_cache_size", self.statement_cache_size, 0)
         return self
 
 
-def _at_least(name: str, value: int, minimum: int) -> None:
+def at_least(name: str, value: int, minimum: int) -> None:
+    """Refuse a setting that is not an integer of at least ``minimum``, naming it."""
     if not isinstance(value, int) or isinstance(value, bool):
         raise ConfigError(f"{name} must be an integer")
     if value < minimum:

@@ -19,6 +19,7 @@ from pgqueue.cli.operator import (
     json_option,
     run_async,
     with_admin,
+    yes_option,
 )
 from pgqueue.cli.render import moment, out, print_json, table
 from pgqueue.client import Admin, JobScheduler
@@ -92,7 +93,7 @@ def get(target: Target, name: str, as_json: bool) -> None:
 
 @cron.command("delete")
 @click.argument("name")
-@click.option("--yes", "-y", is_flag=True, default=False, help="do not ask for confirmation")
+@yes_option
 @connection_options
 def delete(target: Target, name: str, yes: bool) -> None:
     """Remove scheduler NAME (the jobs it already pushed stay)."""

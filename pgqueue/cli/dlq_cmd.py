@@ -20,6 +20,7 @@ from pgqueue.cli.operator import (
     json_option,
     run_async,
     with_admin,
+    yes_option,
 )
 from pgqueue.cli.render import age, moment, out, plural, print_json, progress_bar, table
 from pgqueue.client import Admin
@@ -204,11 +205,7 @@ def redrive(
 
         return await _each_queue("redrive", sizes, redrive_queue)
 
-    moved = run_async(with_admin(target, work))
-    if as_json:
-        print_json({"redriven": moved, "total": sum(moved.values())})
-        return
-    out.print(f"redrove {sum(moved.values())} job(s) from {len(moved)} queue(s)")
+    _report(run_async(with_admin(target, work)), "redriven", "redrove", as_json)
 
 
 @dlq.command("purge")
@@ -216,7 +213,7 @@ def redrive(
 @click.option("--all", "every", is_flag=True, default=False, help="every queue's DLQ")
 @reason_option
 @why_option
-@click.option("--yes", "-y", is_flag=True, default=False, help="do not ask for confirmation")
+@yes_option
 @connection_options
 @json_option
 def purge(
@@ -244,11 +241,16 @@ def purge(
 
         return await _each_queue("purge", sizes, purge_queue)
 
-    deleted = run_async(with_admin(target, work))
+    _report(run_async(with_admin(target, work)), "purged", "purged", as_json)
+
+
+def _report(per_queue: dict[str, int], key: str, verb: str, as_json: bool) -> None:
+    """Jobs moved per queue: ``{key: {queue: n}, total}`` or one line of prose."""
+    total = sum(per_queue.values())
     if as_json:
-        print_json({"purged": deleted, "total": sum(deleted.values())})
+        print_json({key: per_queue, "total": total})
         return
-    out.print(f"purged {sum(deleted.values())} job(s) from {len(deleted)} queue(s)")
+    out.print(f"{verb} {total} job(s) from {len(per_queue)} queue(s)")
 
 
 @dlq.command("audit")

@@ -23,7 +23,7 @@ from urllib.parse import urlsplit
 import click
 
 from pgqueue.cli.common import env_option
-from pgqueue.client import Admin
+from pgqueue.client import Admin, Queue
 from pgqueue.errors import ConfigError
 
 __all__ = [
@@ -114,6 +114,11 @@ def connection_options(fn: F) -> F:
     return wrapper  # type: ignore[return-value]
 
 
+yes_option = click.option(
+    "--yes", "-y", is_flag=True, default=False, help="do not ask for confirmation"
+)
+"""``--yes``: a destructive command does not ask (see :func:`confirm_or_refuse`)."""
+
 json_option = click.option(
     "--json", "as_json", is_flag=True, default=False, help="print JSON for scripts"
 )
@@ -145,3 +150,12 @@ async def with_admin(target: Target, work: Callable[[Admin], Awaitable[T]]) -> T
         return await work(admin)
     finally:
         await admin.close()
+
+
+def on_queue(target: Target, queue: str, work: Callable[[Queue], Awaitable[T]]) -> T:
+    """Run ``work`` on QUEUE (a :class:`Queue` of an :class:`Admin` on ``target``)."""
+
+    async def with_queue(admin: Admin) -> T:
+        return await work(await admin.queue(queue))
+
+    return run_async(with_admin(target, with_queue))

@@ -7,6 +7,7 @@ refuse (exit code 2) unless ``--yes`` is given.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import click
@@ -17,11 +18,13 @@ from pgqueue.cli.operator import (
     confirm_or_refuse,
     connection_options,
     json_option,
+    on_queue,
     run_async,
     with_admin,
+    yes_option,
 )
 from pgqueue.cli.render import out, print_json, table
-from pgqueue.client import Admin
+from pgqueue.client import Admin, Queue
 
 __all__ = ["register"]
 
@@ -61,52 +64,41 @@ def queues(target: Target, as_json: bool) -> None:
     out.print(table(["queue", "state", *(c for c, _ in COUNT_COLUMNS), "dlq"], rows))
 
 
-@click.command("pause")
-@click.argument("queue")
-@connection_options
-def pause(target: Target, queue: str) -> None:
-    """Stop every worker on every broker from taking jobs of QUEUE."""
+def _switch(
+    name: str, done: str, help: str, act: Callable[[Queue], Awaitable[None]]
+) -> click.Command:
+    """A command that does ``act`` to QUEUE and says it is ``done``."""
 
-    async def work(admin: Admin) -> None:
-        await (await admin.queue(queue)).pause()
+    @click.command(name, help=help)
+    @click.argument("queue")
+    @connection_options
+    def switch(target: Target, queue: str) -> None:
+        on_queue(target, queue, act)
+        out.print(f"queue {queue} {done}")
 
-    run_async(with_admin(target, work))
-    out.print(f"queue {queue} paused")
+    return switch
 
 
-@click.command("resume")
-@click.argument("queue")
-@connection_options
-def resume(target: Target, queue: str) -> None:
-    """Let workers take jobs of QUEUE again."""
-
-    async def work(admin: Admin) -> None:
-        await (await admin.queue(queue)).resume()
-
-    run_async(with_admin(target, work))
-    out.print(f"queue {queue} resumed")
+pause = _switch(
+    "pause", "paused", "Stop every worker on every broker from taking jobs of QUEUE.", Queue.pause
+)
+resume = _switch("resume", "resumed", "Let workers take jobs of QUEUE again.", Queue.resume)
 
 
 @click.command("drain")
 @click.argument("queue")
 @click.option("--delayed", is_flag=True, default=False, help="remove the delayed jobs too")
-@click.option("--yes", "-y", is_flag=True, default=False, help="do not ask for confirmation")
+@yes_option
 @connection_options
 def drain(target: Target, queue: str, delayed: bool, yes: bool) -> None:
     """Remove the waiting (and with --delayed the delayed) jobs of QUEUE."""
 
-    async def count(admin: Admin) -> dict[str, int]:
-        return await (await admin.queue(queue)).get_counts()
-
-    counts = run_async(with_admin(target, count))
+    counts = on_queue(target, queue, lambda q: q.get_counts())
     doomed = counts["waiting"] + counts["prioritized"] + (counts["delayed"] if delayed else 0)
     what = "waiting and delayed" if delayed else "waiting"
     confirm_or_refuse(f"Remove {doomed} {what} job(s) of queue {queue}?", yes)
 
-    async def work(admin: Admin) -> int:
-        return await (await admin.queue(queue)).drain(delayed)
-
-    removed = run_async(with_admin(target, work))
+    removed = on_queue(target, queue, lambda q: q.drain(delayed))
     out.print(f"queue {queue}: removed {removed} job(s)")
 
 
@@ -122,32 +114,26 @@ def drain(target: Target, queue: str, delayed: bool, yes: bool) -> None:
     "--grace-ms", type=click.IntRange(min=0), default=0, help="only jobs older than this (ms)"
 )
 @shown_option("--limit", type=click.IntRange(min=1), default=1000, help="remove at most this many")
-@click.option("--yes", "-y", is_flag=True, default=False, help="do not ask for confirmation")
+@yes_option
 @connection_options
 def clean(target: Target, queue: str, state: str, grace_ms: int, limit: int, yes: bool) -> None:
     """Remove up to --limit jobs of QUEUE in --state older than --grace-ms."""
 
-    async def count(admin: Admin) -> dict[str, int]:
-        return await (await admin.queue(queue)).get_counts()
-
-    present = run_async(with_admin(target, count)).get(state, 0)
+    present = on_queue(target, queue, lambda q: q.get_counts()).get(state, 0)
     confirm_or_refuse(
         f"Remove up to {min(limit, present)} {state} job(s) of queue {queue} "
         f"older than {grace_ms} ms?",
         yes,
     )
 
-    async def work(admin: Admin) -> list[str]:
-        return await (await admin.queue(queue)).clean(grace_ms, limit, state)
-
-    removed = run_async(with_admin(target, work))
+    removed = on_queue(target, queue, lambda q: q.clean(grace_ms, limit, state))
     out.print(f"queue {queue}: removed {len(removed)} {state} job(s)")
 
 
 @click.command("obliterate")
 @click.argument("queue")
 @click.option("--force", is_flag=True, default=False, help="even while jobs are active")
-@click.option("--yes", "-y", is_flag=True, default=False, help="do not ask for confirmation")
+@yes_option
 @connection_options
 def obliterate(target: Target, queue: str, force: bool, yes: bool) -> None:
     """Remove QUEUE with all its jobs, settings and DLQ entries."""
@@ -162,10 +148,7 @@ def obliterate(target: Target, queue: str, force: bool, yes: bool) -> None:
         yes,
     )
 
-    async def work(admin: Admin) -> None:
-        await (await admin.queue(queue)).obliterate(force)
-
-    run_async(with_admin(target, work))
+    on_queue(target, queue, lambda q: q.obliterate(force))
     out.print(f"queue {queue} obliterated")
 
 

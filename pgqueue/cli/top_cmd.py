@@ -18,7 +18,8 @@ import asyncio
 import contextlib
 import sys
 import time
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 import click
 import orjson
@@ -218,33 +219,22 @@ async def _run(
         await admin.close()
 
 
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _seconds(
+    flag: str, least: float, default: float, help: str, dest: str = ""
+) -> Callable[[F], F]:
+    """A duration option in seconds, at least ``least``."""
+    names = (dest,) if dest else ()
+    return shown_option(flag, *names, type=click.FloatRange(min=least), default=default, help=help)
+
+
 @click.command("top")
-@shown_option(
-    "--interval",
-    "interval_s",
-    type=click.FloatRange(min=0.1),
-    default=1.0,
-    help="seconds between screen refreshes",
-)
-@shown_option(
-    "--window",
-    "window_s",
-    type=click.FloatRange(min=1),
-    default=10.0,
-    help="seconds of events the rates are averaged over",
-)
-@shown_option(
-    "--discover-s",
-    type=click.FloatRange(min=0.5),
-    default=5.0,
-    help="seconds between looks for new queues (one ListQueues)",
-)
-@shown_option(
-    "--resync-s",
-    type=click.FloatRange(min=1),
-    default=30.0,
-    help="seconds between re-reads of each queue's counts (against drift)",
-)
+@_seconds("--interval", 0.1, 1.0, "seconds between screen refreshes", "interval_s")
+@_seconds("--window", 1, 10.0, "seconds of events the rates are averaged over", "window_s")
+@_seconds("--discover-s", 0.5, 5.0, "seconds between looks for new queues (one ListQueues)")
+@_seconds("--resync-s", 1, 30.0, "seconds between re-reads of each queue's counts (against drift)")
 @shown_option(
     "--frames",
     type=click.IntRange(min=0),
@@ -253,18 +243,10 @@ async def _run(
 )
 @click.option("--json", "as_json", is_flag=True, default=False, help="one JSON line per refresh")
 @connection_options
-def top(
-    target: Target,
-    interval_s: float,
-    window_s: float,
-    discover_s: float,
-    resync_s: float,
-    frames: int,
-    as_json: bool,
-) -> None:
+def top(**options: Any) -> None:
     """A live table of every queue: counts, rates and latencies, from the event streams."""
     with contextlib.suppress(KeyboardInterrupt):
-        asyncio.run(_run(target, interval_s, window_s, discover_s, resync_s, frames, as_json))
+        asyncio.run(_run(**options))  # the options, by name, as _run takes them
 
 
 def register(group: click.Group) -> None:

@@ -12,7 +12,7 @@ import asyncio
 import inspect
 import logging
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any, Self, TypeVar
 
 from pgqueue.client.connect import check_connection, open_transport
 from pgqueue.client.transport import Transport
@@ -120,6 +120,21 @@ class TransportOwner(Emitter):
                 await transport.start()
                 self._transport = transport
         return self._transport
+
+    async def __aenter__(self) -> Self:
+        await self._enter()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    async def _enter(self) -> None:
+        """What ``async with`` does first: open the transport (a worker starts)."""
+        await self.transport()
+
+    async def close(self) -> None:
+        """Close what this object opened."""
+        await self.close_transport()
 
     async def close_transport(self) -> None:
         self.closed = True

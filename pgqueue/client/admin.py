@@ -41,13 +41,6 @@ class Admin(TransportOwner):
         super().__init__(connection, transport_options)
         self._queues: list[Queue] = []
 
-    async def __aenter__(self) -> Admin:
-        await self.transport()
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.close()
-
     async def close(self) -> None:
         queues, self._queues = self._queues, []
         for queue in queues:

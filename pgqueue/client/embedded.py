@@ -16,6 +16,7 @@ from pgqueue.client.limits import LIMIT_OPS, answer_of
 from pgqueue.client.schedulers import SchedulerInput
 from pgqueue.client.transport import (
     AckRequest,
+    DlqRedrive,
     FailRequest,
     JobInput,
     Lease,
@@ -248,16 +249,15 @@ class EmbeddedTransport:
         return [{"job": job_view(entry.job), **entry.as_dict()} for entry in entries]
 
     async def retry_dlq(
-        self,
-        queue: str,
-        job_id: str | None,
-        *,
-        limit: int | None = None,
-        reason: str | None = None,
-        why: str | None = None,
+        self, queue: str, job_id: str | None, redrive: DlqRedrive = DlqRedrive()
     ) -> int:
         return await self.manager.redrive(
-            queue, actor="sdk", job_id=job_id, limit=limit, reason=reason, why=why
+            queue,
+            actor="sdk",
+            job_id=job_id,
+            limit=redrive.limit,
+            reason=redrive.reason,
+            why=redrive.why,
         )
 
     async def purge_dlq(

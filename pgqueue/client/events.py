@@ -132,12 +132,8 @@ class QueueEvents(TransportOwner):
         await self.close_transport()
         self.emit("closed")
 
-    async def __aenter__(self) -> QueueEvents:
+    async def _enter(self) -> None:
         self.start()
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.close()
 
     # -- delivery ------------------------------------------------------------------
 

@@ -84,16 +84,6 @@ class FlowProducer(TransportOwner):
     def __init__(self, connection: str | Transport, **transport_options: Any) -> None:
         super().__init__(connection, transport_options)
 
-    async def __aenter__(self) -> FlowProducer:
-        await self.transport()
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.close()
-
-    async def close(self) -> None:
-        await self.close_transport()
-
     async def add(self, flow: FlowJob | Mapping[str, Any]) -> JobNode:
         """Add a flow atomically; the tree of its jobs, with their ids."""
         checked = _check(flow, "flow", 0)

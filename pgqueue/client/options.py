@@ -1,24 +1,34 @@
 """Typed job options, checked before anything is sent.
 
-:class:`JobOptions` lists the options ``Queue.add(name, data, **opts)``
-accepts, in Python's snake_case (BullMQ / bunqueue meaning; durations in
-milliseconds).  :func:`check_job` validates a job with the engine's own rules
-(:func:`pgqueue.manager.options.build_job_spec`), so a typo or a bad value is
-a :class:`~pgqueue.errors.ValidationError` naming the field, raised before a
-byte goes to PostgreSQL or to a broker, whichever the transport.
+:class:`JobOptions` (declared with the options, in
+:mod:`pgqueue.vocabulary.job_options`) lists the options
+``Queue.add(name, data, **opts)`` accepts, in Python's snake_case (BullMQ /
+bunqueue meaning; durations in milliseconds).  :func:`check_job` validates a
+job with the engine's own rules (:func:`pgqueue.manager.options.build_job_spec`),
+so a typo or a bad value is a :class:`~pgqueue.errors.ValidationError` naming the
+field, raised before a byte goes to PostgreSQL or to a broker, whichever the
+transport.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Literal, TypedDict
+from typing import Any
 
 from pgqueue.config import MAX_PAYLOAD_BYTES_DEFAULT
 from pgqueue.errors import ValidationError
 from pgqueue.manager.options import JOB_OPTIONS, build_job_spec
 from pgqueue.vocabulary.job_options import JOB_OPTIONS as JOB_OPTIONS_DECLARED
-from pgqueue.vocabulary.job_options import camel_hints
+from pgqueue.vocabulary.job_options import (
+    BackoffOptions,
+    DeduplicationOptions,
+    DedupOptions,
+    JobOptions,
+    KeepJobs,
+    RepeatOptions,
+    camel_hints,
+)
 from pgqueue.vocabulary.names import validate_queue_name
 
 __all__ = [
@@ -32,87 +42,6 @@ __all__ = [
     "check_job",
     "merge_options",
 ]
-
-
-class BackoffOptions(TypedDict, total=False):
-    """Retry delay: ``delay * 2^(attempt-1)`` (exponential) or ``delay`` (fixed), capped."""
-
-    type: Literal["exponential", "fixed"]
-    delay: int
-    max_delay: int
-
-
-class DedupOptions(TypedDict, total=False):
-    """What a second job with the same ``unique_key`` does (default: it is refused)."""
-
-    ttl: int
-    extend: bool
-    replace: bool
-
-
-class RepeatOptions(TypedDict, total=False):
-    """A repeatable job (bunqueue / BullMQ wire names): ``pattern`` (cron, in
-    ``tz``) or ``every`` ms; ``limit`` runs, ``startDate`` / ``endDate`` (ms
-    since the epoch or ISO 8601), ``immediately``, ``count`` (runs already
-    made), ``jobId`` (names the series).  See docs/cron.md."""
-
-    pattern: str
-    every: int
-    tz: str
-    limit: int
-    startDate: float | str
-    endDate: float | str
-    immediately: bool
-    count: int
-    jobId: str
-
-
-class KeepJobs(TypedDict, total=False):
-    """BullMQ's keep-jobs: the newest ``count`` finished jobs of the queue, those
-    finished less than ``age`` seconds ago (both: both rules)."""
-
-    age: int
-    count: int
-
-
-class _DeduplicationId(TypedDict):
-    id: str
-
-
-class DeduplicationOptions(_DeduplicationId, DedupOptions, total=False):
-    """BullMQ's ``deduplication``: the key (``id``) and what a second job does."""
-
-
-class JobOptions(TypedDict, total=False):
-    """Options of one job.  Durations are milliseconds."""
-
-    job_id: str
-    priority: int
-    lifo: bool
-    delay: int
-    attempts: int
-    backoff: int | BackoffOptions
-    timeout: int
-    ttl: int
-    stall_timeout: int
-    remove_on_complete: bool | int | KeepJobs
-    remove_on_fail: bool | int | KeepJobs
-    unique_key: str
-    dedup: DedupOptions
-    deduplication: DeduplicationOptions
-    debounce_id: str
-    debounce_ttl: int
-    depends_on: list[str]
-    group_id: str
-    tags: list[str]
-    stack_trace_limit: int
-    keep_logs: int
-    timestamp: float
-    fail_parent_on_failure: bool
-    ignore_dependency_on_failure: bool
-    remove_dependency_on_failure: bool
-    continue_parent_on_failure: bool
-    repeat: RepeatOptions
 
 
 @dataclass(frozen=True, slots=True)

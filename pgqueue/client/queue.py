@@ -21,7 +21,7 @@ from pgqueue.client.events import QueueEvent, QueueEvents
 from pgqueue.client.job import Job
 from pgqueue.client.options import JobOptions, RepeatOptions, check_job, merge_options
 from pgqueue.client.schedulers import JobScheduler, SchedulerTemplate, scheduler_input
-from pgqueue.client.transport import JobInput, Transport
+from pgqueue.client.transport import DlqRedrive, JobInput, Transport
 from pgqueue.config import MAX_PAYLOAD_BYTES_DEFAULT
 from pgqueue.errors import ConfigError, JobFailed, JobNotFound, ValidationError
 from pgqueue.vocabulary.names import validate_job_id, validate_queue_name
@@ -59,13 +59,6 @@ class Queue(TransportOwner):
             check_job(self.name, "default", None, self.default_job_options)
         self._listener: QueueEvents | None = None
         self._waiters: dict[str, set[asyncio.Future[QueueEvent]]] = {}
-
-    async def __aenter__(self) -> Queue:
-        await self.transport()
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.close()
 
     async def close(self) -> None:
         listener, self._listener = self._listener, None
@@ -500,9 +493,8 @@ class Queue(TransportOwner):
         """Send one dead-lettered job, up to ``limit`` of them (oldest first, only
         ``reason``'s if given), or every one back to waiting; how many moved.
         ``why`` is stored in the DLQ audit."""
-        return await (await self.transport()).retry_dlq(
-            self.name, job_id, limit=limit, reason=reason, why=why
-        )
+        redrive = DlqRedrive(limit, reason, why)
+        return await (await self.transport()).retry_dlq(self.name, job_id, redrive)
 
     async def purge_dlq(self, *, reason: str | None = None, why: str | None = None) -> int:
         """Delete every dead-letter entry of this queue (of ``reason``, if given); how many."""

@@ -17,7 +17,7 @@ engine's own rules before anything is sent (both transports raise the same
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from datetime import datetime
 from typing import Any, TypedDict
 
@@ -64,25 +64,11 @@ class SchedulerInput:
     job_options: Mapping[str, Any] = field(default_factory=dict)
 
     def engine_fields(self) -> dict[str, Any]:
-        """The keyword arguments of the engine's ``upsert_scheduler``."""
-        return {
-            "pattern": self.pattern,
-            "every_ms": self.every_ms,
-            "timezone": self.timezone,
-            "job_name": self.job_name,
-            "data": self.data,
-            "immediately": self.immediately,
-            "limit": self.limit,
-            "start_date": self.start_date,
-            "end_date": self.end_date,
-            "prevent_overlap": self.prevent_overlap,
-            "skip_missed_on_restart": self.skip_missed_on_restart,
-            "skip_if_no_worker": self.skip_if_no_worker,
-            "priority": self.priority,
-            "unique_key": self.unique_key,
-            "dedup": self.dedup,
-            "job_options": dict(self.job_options) or None,
-        }
+        """The keyword arguments of the engine's ``upsert_scheduler``: the fields by
+        name (no job options: None)."""
+        engine = {f.name: getattr(self, f.name) for f in fields(self)}
+        engine["job_options"] = dict(self.job_options) or None
+        return engine
 
 
 def _ms(value: Any) -> float | None:

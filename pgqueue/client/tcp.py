@@ -74,6 +74,7 @@ from pgqueue.client.tcp_events import EventFeeds
 from pgqueue.client.tcp_settings import TcpSettings, parse_url
 from pgqueue.client.transport import (
     AckRequest,
+    DlqRedrive,
     FailRequest,
     JobInput,
     Lease,
@@ -577,23 +578,17 @@ class TcpTransport:
         return list((await self._call("Dlq", fields, read=True))["entries"])
 
     async def retry_dlq(
-        self,
-        queue: str,
-        job_id: str | None,
-        *,
-        limit: int | None = None,
-        reason: str | None = None,
-        why: str | None = None,
+        self, queue: str, job_id: str | None, redrive: DlqRedrive = DlqRedrive()
     ) -> int:
         fields: dict[str, Any] = {"queue": queue}
         if job_id is not None:
             fields["jobId"] = job_id
-        if limit is not None:
-            fields["count"] = limit
-        if reason is not None:
-            fields["filter"] = {"reason": reason}
-        if why is not None:
-            fields["why"] = why
+        if redrive.limit is not None:
+            fields["count"] = redrive.limit
+        if redrive.reason is not None:
+            fields["filter"] = {"reason": redrive.reason}
+        if redrive.why is not None:
+            fields["why"] = redrive.why
         return int((await self._call("RetryDlq", fields)).get("count") or 0)
 
     async def purge_dlq(

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "AckRequest",
+    "DlqRedrive",
     "FailRequest",
     "JobInput",
     "Lease",
@@ -43,6 +44,16 @@ class JobInput:
     name: str
     data: Any = None
     opts: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class DlqRedrive:
+    """Which entries a DLQ redrive takes besides a job id: up to ``limit`` (of
+    ``reason``), or all; ``why`` goes in the DLQ audit."""
+
+    limit: int | None = None
+    reason: str | None = None
+    why: str | None = None
 
 
 Renewal = Literal["renewed", "lost", "cancelled"]
@@ -221,15 +232,9 @@ class Transport(Protocol):
     ) -> list[dict[str, Any]]: ...
 
     async def retry_dlq(
-        self,
-        queue: str,
-        job_id: str | None,
-        *,
-        limit: int | None = None,
-        reason: str | None = None,
-        why: str | None = None,
+        self, queue: str, job_id: str | None, redrive: DlqRedrive = DlqRedrive()
     ) -> int:
-        """Redrive one entry, up to ``limit`` entries (of ``reason``), or all; how many."""
+        """Redrive one entry, or those ``redrive`` takes; how many."""
         ...
 
     async def purge_dlq(

@@ -237,12 +237,8 @@ class Worker(TransportOwner):
         await asyncio.wait([main])
         await self._closed.wait()
 
-    async def __aenter__(self) -> Worker:
+    async def _enter(self) -> None:
         self.start()
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.close()
 
     # -- the loop -----------------------------------------------------------------------
 

@@ -26,7 +26,6 @@ schedule until its seat expired.  A fenced broker does not tick.
 
 from __future__ import annotations
 
-import asyncio
 import functools
 import logging
 from dataclasses import dataclass, replace
@@ -35,16 +34,16 @@ from datetime import datetime
 from pgqueue.db.executor import Executor, Row
 from pgqueue.db.queries import Q
 from pgqueue.db.retry import in_transaction
-from pgqueue.errors import PgQueueError, ValidationError
+from pgqueue.errors import ValidationError
 from pgqueue.ids import uuid7_many
 from pgqueue.maintenance.leader import LeaderElector
+from pgqueue.maintenance.periodic import Periodic
 from pgqueue.manager.admission import admit_in
 from pgqueue.manager.context import EngineContext
 from pgqueue.manager.cron.models import Scheduler
 from pgqueue.manager.cron.schedule import Timing, plan_ticks
-from pgqueue.manager.cron.spec import job_template, tick_unique_key
+from pgqueue.manager.cron.spec import template_spec
 from pgqueue.manager.options import JobSpec
-from pgqueue.service import Service
 
 __all__ = ["CronTicker", "TickReport", "tick_once"]
 
@@ -84,15 +83,8 @@ class _Fired:
 
 def _template(ctx: EngineContext, s: Scheduler, data_json: str | None) -> JobSpec | None:
     try:
-        return job_template(
-            s.queue,
-            s.job_name,
-            s.job_options,
-            priority=s.priority,
-            unique_key=tick_unique_key(s.name, s.unique_key, s.prevent_overlap),
-            dedup=s.dedup,
-            data_json=data_json or "null",
-            max_payload_bytes=ctx.config.max_payload_bytes,
+        return template_spec(
+            s, data_json=data_json or "null", max_payload_bytes=ctx.config.max_payload_bytes
         )
     except ValidationError as exc:  # a template that no longer passes (settings changed)
         log.warning("scheduler %s: its job template is refused, tick skipped: %s", s.name, exc)
@@ -201,36 +193,22 @@ async def tick_once(ctx: EngineContext, now: datetime | None = None) -> TickRepo
             return report
 
 
-class CronTicker(Service):
+class CronTicker(Periodic[TickReport]):
     """Runs :func:`tick_once` every ``cron_interval_ms`` on every live broker; the
-    leader also forgets tick records older than a day."""
+    leader also forgets tick records older than a day (once a minute)."""
 
     name = "cron"
+    leader_only = False
+    what = "cron tick"
+    log = log
 
     def __init__(self, ctx: EngineContext, elector: LeaderElector) -> None:
-        super().__init__()
-        self._ctx = ctx
-        self._elector = elector
-        self.passes = 0
-        self.last_report = TickReport()
-        self.ticked = asyncio.Event()
+        super().__init__(ctx, elector, ctx.config.cron_interval_ms, TickReport())
 
-    async def run(self) -> None:
-        self.started.set()
-        interval = self._ctx.config.cron_interval_ms / 1000
-        prune_every = max(1, int(60_000 / self._ctx.config.cron_interval_ms))
-        while True:
-            if self._ctx.session.fenced.is_set():
-                await asyncio.sleep(interval)  # a fenced broker writes nothing
-                continue
-            try:
-                self.last_report = await tick_once(self._ctx)
-                self.passes += 1
-                if self._elector.is_leader.is_set() and self.passes % prune_every == 0:
-                    await self._ctx.db.execute(
-                        Q.scheduler_ticks_prune, self._ctx.namespace, TICKS_KEPT_MS, PRUNE_BATCH
-                    )
-                self.ticked.set()
-            except PgQueueError as exc:
-                log.warning("cron tick failed: %s", exc)
-            await asyncio.sleep(interval)
+    async def pass_once(self) -> TickReport:
+        report = await tick_once(self._ctx)
+        if self.leaders_minute():
+            await self._ctx.db.execute(
+                Q.scheduler_ticks_prune, self._ctx.namespace, TICKS_KEPT_MS, PRUNE_BATCH
+            )
+        return report

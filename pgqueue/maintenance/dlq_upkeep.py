@@ -26,7 +26,6 @@ gone; the trim takes the oldest entries nobody waits for instead.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -36,14 +35,13 @@ from typing import Any
 import orjson
 
 from pgqueue.db.queries import Q
-from pgqueue.errors import PgQueueError
 from pgqueue.maintenance.leader import LeaderElector
+from pgqueue.maintenance.periodic import Periodic
 from pgqueue.manager.context import EngineContext
 from pgqueue.manager.dlq.models import RedriveResult
 from pgqueue.manager.dlq.policy import DlqConfig, DlqFilter, complete_dlq_config
 from pgqueue.manager.dlq.reads import DEFAULT_DLQ_CONFIG_JSON
 from pgqueue.manager.dlq.redrive import Audit, delete_entries, redrive_entries
-from pgqueue.service import Service
 
 __all__ = [
     "DLQ_UPKEEP_INTERVAL_MS_DEFAULT",
@@ -162,10 +160,12 @@ async def dlq_upkeep_once(
     return report
 
 
-class DlqUpkeep(Service):
+class DlqUpkeep(Periodic[DlqUpkeepReport]):
     """Runs :func:`dlq_upkeep_once` every ``interval_ms`` while this broker leads."""
 
     name = "dlq-upkeep"
+    what = "DLQ upkeep pass"
+    log = log
 
     def __init__(
         self,
@@ -174,26 +174,12 @@ class DlqUpkeep(Service):
         *,
         interval_ms: int = DLQ_UPKEEP_INTERVAL_MS_DEFAULT,
     ) -> None:
-        super().__init__()
         if interval_ms < 10:
             raise ValueError("interval_ms must be at least 10")
-        self._ctx = ctx
-        self._elector = elector
-        self._interval = interval_ms / 1000
-        self.passes = 0
-        self.last_report = DlqUpkeepReport()
-        self.swept = asyncio.Event()
+        super().__init__(ctx, elector, interval_ms, DlqUpkeepReport())
 
-    async def run(self) -> None:
-        self.started.set()
-        while True:
-            await self._elector.is_leader.wait()
-            try:
-                self.last_report = await dlq_upkeep_once(self._ctx)
-                self.passes += 1
-                self.swept.set()
-                if self.last_report.total:
-                    log.info("DLQ upkeep: %s", self.last_report)
-            except PgQueueError as exc:
-                log.warning("DLQ upkeep pass failed: %s", exc)
-            await asyncio.sleep(self._interval)
+    async def pass_once(self) -> DlqUpkeepReport:
+        report = await dlq_upkeep_once(self._ctx)
+        if report.total:
+            log.info("DLQ upkeep: %s", report)
+        return report

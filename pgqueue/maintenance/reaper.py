@@ -17,7 +17,6 @@ the purge of stale session rows stays with the leader.
 
 from __future__ import annotations
 
-import asyncio
 import functools
 import logging
 from dataclasses import dataclass
@@ -29,12 +28,11 @@ import orjson
 from pgqueue.db.executor import Executor, Row
 from pgqueue.db.queries import Q
 from pgqueue.db.retry import in_transaction
-from pgqueue.errors import PgQueueError
 from pgqueue.maintenance.leader import LeaderElector
+from pgqueue.maintenance.periodic import Periodic
 from pgqueue.manager.completion import DeadLetter, RequeueRow, dead_letter_locked, requeue
 from pgqueue.manager.context import EngineContext
 from pgqueue.manager.policy import decide_stall
-from pgqueue.service import Service
 
 __all__ = ["ReapReport", "Reaper", "reap_once"]
 
@@ -222,38 +220,22 @@ async def reap_once(ctx: EngineContext, now: datetime | None = None) -> ReapRepo
     return report
 
 
-class Reaper(Service):
+class Reaper(Periodic[ReapReport]):
     """Runs :func:`reap_once` every ``reaper_interval_ms`` while this broker's
-    session is live; the leader also purges stale session rows."""
+    session is live; the leader also purges stale session rows (once a minute)."""
 
     name = "reaper"
+    leader_only = False
+    what = "reaper sweep"
+    log = log
 
     def __init__(self, ctx: EngineContext, elector: LeaderElector) -> None:
-        super().__init__()
-        self._ctx = ctx
-        self._elector = elector
-        self.sweeps = 0
-        self.last_report = ReapReport()
-        self.swept = asyncio.Event()
+        super().__init__(ctx, elector, ctx.config.reaper_interval_ms, ReapReport())
 
-    async def run(self) -> None:
-        self.started.set()
-        interval = self._ctx.config.reaper_interval_ms / 1000
-        purge_every = max(1, int(60_000 / self._ctx.config.reaper_interval_ms))
-        while True:
-            if self._ctx.session.fenced.is_set():
-                await asyncio.sleep(interval)  # a fenced broker writes nothing
-                continue
-            try:
-                self.last_report = await reap_once(self._ctx)
-                self.sweeps += 1
-                if self._elector.is_leader.is_set() and self.sweeps % purge_every == 0:
-                    await self._ctx.db.execute(
-                        Q.session_purge_stale,
-                        self._ctx.namespace,
-                        self._ctx.config.session_stale_ms * 2,
-                    )
-                self.swept.set()
-            except PgQueueError as exc:
-                log.warning("reaper sweep failed: %s", exc)
-            await asyncio.sleep(interval)
+    async def pass_once(self) -> ReapReport:
+        report = await reap_once(self._ctx)
+        if self.leaders_minute():
+            await self._ctx.db.execute(
+                Q.session_purge_stale, self._ctx.namespace, self._ctx.config.session_stale_ms * 2
+            )
+        return report

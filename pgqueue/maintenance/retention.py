@@ -22,7 +22,6 @@ own transaction (short locks, no long transaction holding the xmin horizon):
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from dataclasses import dataclass
 from datetime import datetime
@@ -31,11 +30,11 @@ from functools import partial
 from pgqueue.db.executor import Executor
 from pgqueue.db.queries import Q
 from pgqueue.db.retry import in_transaction
-from pgqueue.errors import PgQueueError, ValidationError
+from pgqueue.errors import ValidationError
 from pgqueue.maintenance.leader import LeaderElector
+from pgqueue.maintenance.periodic import Periodic
 from pgqueue.manager.context import EngineContext
 from pgqueue.manager.lost_dependencies import drop_dangling_edges
-from pgqueue.service import Service
 from pgqueue.vocabulary.names import validate_queue_name
 
 __all__ = ["Retention", "RetentionReport", "retain_once", "trim_events", "trim_queue_events"]
@@ -144,31 +143,21 @@ async def retain_once(
     return report
 
 
-class Retention(Service):
+class Retention(Periodic[RetentionReport]):
     """Runs :func:`retain_once` every ``retention_interval_ms`` while this broker leads."""
 
     name = "retention"
+    what = "retention pass"
+    log = log
 
     def __init__(self, ctx: EngineContext, elector: LeaderElector) -> None:
-        super().__init__()
-        self._ctx = ctx
-        self._elector = elector
-        self.last_report = RetentionReport()
-        self.passes = 0
+        super().__init__(ctx, elector, ctx.config.retention_interval_ms, RetentionReport())
+        self._horizon: int | None = None
 
-    async def run(self) -> None:
-        self.started.set()
-        interval = self._ctx.config.retention_interval_ms / 1000
-        horizon: int | None = None
-        while True:
-            await self._elector.is_leader.wait()
-            try:
-                # Events go only below the horizon of the previous pass: every
-                # reader (polling at least every poll interval) has passed it.
-                upcoming = int(await self._ctx.db.fetchval(Q.event_retention_horizon))
-                self.last_report = await retain_once(self._ctx, horizon)
-                horizon = upcoming
-                self.passes += 1
-            except PgQueueError as exc:
-                log.warning("retention pass failed: %s", exc)
-            await asyncio.sleep(interval)
+    async def pass_once(self) -> RetentionReport:
+        # Events go only below the horizon of the previous pass: every reader
+        # (polling at least every poll interval) has passed it.
+        upcoming = int(await self._ctx.db.fetchval(Q.event_retention_horizon))
+        report = await retain_once(self._ctx, self._horizon)
+        self._horizon = upcoming
+        return report

@@ -36,6 +36,7 @@ from typing import Any
 from pgqueue.config import Config
 from pgqueue.db.executor import Executor, Row
 from pgqueue.db.queries import Q
+from pgqueue.db.records import record_from_row
 from pgqueue.db.retry import in_transaction
 from pgqueue.errors import ConfigError, PgQueueError
 from pgqueue.ids import uuid7
@@ -114,18 +115,7 @@ class Claim:
 
     @classmethod
     def from_row(cls, row: Row) -> Claim:
-        return cls(
-            row["id"],
-            row["webhook_id"],
-            row["event"],
-            row["body"],
-            row["attempts"],
-            row["max_attempts"],
-            row["lease_token"],
-            row["event_at"],
-            row["url"],
-            row["secret"],
-        )
+        return record_from_row(cls, row, attempt=row["attempts"])
 
     def attempt_of(self) -> Attempt:
         return Attempt(

@@ -17,13 +17,15 @@ completing concurrently cannot miss the new edge.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from operator import attrgetter
+from typing import Final
 
 import orjson
 
 from pgqueue.db.errormap import TransientConflict
-from pgqueue.db.executor import Executor
+from pgqueue.db.executor import Executor, Row
 from pgqueue.db.queries import Q
 from pgqueue.db.retry import in_transaction
 from pgqueue.errors import DependencyNotFound, DuplicateJob
@@ -120,37 +122,46 @@ def _column(values: list[object]) -> tuple[list[object] | None, object]:
 _UNIFORM = (str, int, float, bool)
 
 
+# The parameters of ``job_insert_batch`` read from each spec: parameter -> JobSpec
+# attribute.  One attrgetter reads a spec's row and zip turns the rows to columns
+# (in C: faster than a comprehension per column, also for one job).
+_SPEC_COLUMNS: Final[Mapping[str, str]] = {
+    "queue": "queue",
+    "name": "name",
+    "data": "data_json",
+    "priority": "priority",
+    "lifo": "lifo",
+    "delay_ms": "delay_ms",
+    "max_attempts": "max_attempts",
+    "backoff_type": "backoff.type",
+    "backoff_ms": "backoff.delay_ms",
+    "backoff_max_ms": "backoff.max_delay_ms",
+    "timeout_ms": "timeout_ms",
+    "ttl_ms": "ttl_ms",
+    "stall_timeout_ms": "stall_timeout_ms",
+    "remove_on_complete": "remove_on_complete",
+    "remove_on_fail": "remove_on_fail",
+    "custom_id": "custom_id",
+    "unique_key": "unique_key",
+    "unique_ttl_ms": "unique_ttl_ms",
+    "group_id": "group_id",
+    "parent_id": "parent_id",
+    "parent_queue": "parent_queue",
+    "opts": "opts_json",
+    "created_at_ms": "created_at_ms",
+}
+_spec_row = attrgetter(*_SPEC_COLUMNS.values())
+
+
 def _insert_args(ns: str, plan: _Plan, lo: int, hi: int) -> dict[str, object]:
     """The named parameters of ``job_insert_batch`` for specs ``lo:hi``: each
     column as an array (``queue``) or, when batch-wide, a scalar (``queue_batch``)."""
-    specs = plan.specs[lo:hi]
-    columns: dict[str, list[object]] = {
-        "queue": [s.queue for s in specs],
-        "name": [s.name for s in specs],
-        "data": [s.data_json for s in specs],
-        "priority": [s.priority for s in specs],
-        "lifo": [s.lifo for s in specs],
-        "delay_ms": [s.delay_ms for s in specs],
-        "max_attempts": [s.max_attempts for s in specs],
-        "backoff_type": [s.backoff.type for s in specs],
-        "backoff_ms": [s.backoff.delay_ms for s in specs],
-        "backoff_max_ms": [s.backoff.max_delay_ms for s in specs],
-        "timeout_ms": [s.timeout_ms for s in specs],
-        "ttl_ms": [s.ttl_ms for s in specs],
-        "stall_timeout_ms": [s.stall_timeout_ms for s in specs],
-        "remove_on_complete": [s.remove_on_complete for s in specs],
-        "remove_on_fail": [s.remove_on_fail for s in specs],
-        "custom_id": [s.custom_id for s in specs],
-        "unique_key": [s.unique_key for s in specs],
-        "unique_ttl_ms": [s.unique_ttl_ms for s in specs],
-        "group_id": [s.group_id for s in specs],
-        "parent_id": [s.parent_id for s in specs],
-        "parent_queue": [s.parent_queue for s in specs],
-        "pending_deps": list(plan.pending_deps[lo:hi]),
-        "has_dependents": list(plan.has_dependents[lo:hi]),
-        "opts": [s.opts_json for s in specs],
-        "created_at_ms": [s.created_at_ms for s in specs],
-    }
+    rows = map(_spec_row, plan.specs[lo:hi])
+    columns: dict[str, list[object]] = dict(
+        zip(_SPEC_COLUMNS, map(list, zip(*rows, strict=True)), strict=True)
+    )
+    columns["pending_deps"] = list(plan.pending_deps[lo:hi])
+    columns["has_dependents"] = list(plan.has_dependents[lo:hi])
     args: dict[str, object] = {"namespace": ns, "ids": plan.ids[lo:hi]}
     for name, values in columns.items():
         args[name], args[f"{name}_batch"] = _column(values)
@@ -252,12 +263,7 @@ async def _finished_holders(tx: Executor, ns: str, plan: _Plan, keyed: list[int]
     (a dedup TTL outlives its job).  An ``extend`` moves the holder's deadline;
     a ``replace`` takes the key from it (the spec is admitted, not in the map)."""
     specs = plan.specs
-    rows = await tx.fetch(
-        Q.job_unique_keys_held_finished,
-        ns,
-        [specs[i].queue for i in keyed],
-        [specs[i].unique_key for i in keyed],
-    )
+    rows = await _keys_held_finished(tx, ns, specs, keyed)
     held: dict[int, str] = {}
     released: list[str] = []
     for row in rows:
@@ -274,6 +280,19 @@ async def _finished_holders(tx: Executor, ns: str, plan: _Plan, keyed: list[int]
     return held
 
 
+async def _keys_held_finished(
+    tx: Executor, ns: str, specs: Sequence[JobSpec], indices: list[int]
+) -> list[Row]:
+    """The finished jobs holding the unique keys of ``specs[i]`` for ``i`` in ``indices``
+    (``ord``: the 1-based place in ``indices``)."""
+    return await tx.fetch(
+        Q.job_unique_keys_held_finished,
+        ns,
+        [specs[i].queue for i in indices],
+        [specs[i].unique_key for i in indices],
+    )
+
+
 async def _check_no_finished_holder(
     tx: Executor, ns: str, plan: _Plan, inserted: list[int]
 ) -> None:
@@ -282,14 +301,7 @@ async def _check_no_finished_holder(
     its row.  Starting again sees it, and decides by it."""
     if not inserted:
         return
-    specs = plan.specs
-    rows = await tx.fetch(
-        Q.job_unique_keys_held_finished,
-        ns,
-        [specs[i].queue for i in inserted],
-        [specs[i].unique_key for i in inserted],
-    )
-    if rows:
+    if await _keys_held_finished(tx, ns, plan.specs, inserted):
         raise TransientConflict("the owner of this unique key finished meanwhile")
 
 

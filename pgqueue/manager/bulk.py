@@ -13,7 +13,7 @@ from pgqueue.errors import ValidationError
 from pgqueue.manager.options import JobSpec, build_job_spec
 from pgqueue.vocabulary.names import validate_queue_name
 
-__all__ = ["bulk_specs"]
+__all__ = ["bulk_specs", "entry_spec"]
 
 
 def bulk_specs(
@@ -31,15 +31,22 @@ def bulk_specs(
             if not isinstance(nested, Mapping):
                 raise ValidationError(f"jobs[{i}]: opts must be a map", field="opts")
             opts.update(nested)
-        specs.append(
-            build_job_spec(
-                queue,
-                job.get("name", "default"),
-                job.get("data"),
-                opts,
-                max_payload_bytes=max_payload_bytes,
-                prefix=f"jobs[{i}]: ",
-                queue_checked=True,
-            )
-        )
+        specs.append(entry_spec(queue, job, opts, f"jobs[{i}]", max_payload_bytes))
     return specs
+
+
+def entry_spec(
+    queue: str, job: Mapping[str, Any], opts: Mapping[str, Any], where: str, max_payload_bytes: int
+) -> JobSpec:
+    """The spec of one job given as a map (``name``, ``data``) with its ``opts``, of a
+    checked ``queue``; an error names the job by ``where``."""
+    name, data = job.get("name", "default"), job.get("data")
+    return build_job_spec(
+        queue,
+        name,
+        data,
+        opts,
+        max_payload_bytes=max_payload_bytes,
+        prefix=f"{where}: ",
+        queue_checked=True,
+    )

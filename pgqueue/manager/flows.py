@@ -13,7 +13,8 @@ from typing import Any
 
 from pgqueue.errors import ValidationError
 from pgqueue.ids import uuid7
-from pgqueue.manager.options import JobSpec, build_job_spec
+from pgqueue.manager.bulk import entry_spec
+from pgqueue.manager.options import JobSpec
 from pgqueue.vocabulary.names import validate_queue_name
 
 __all__ = ["MAX_FLOW_JOBS", "flatten"]
@@ -43,15 +44,7 @@ def flatten(
             opts["parent_id"], opts["parent_queue"] = parent
         if job_id is not None:
             opts["job_id"] = job_id
-        spec = build_job_spec(
-            queue,
-            node.get("name", "default"),
-            node.get("data"),
-            opts,
-            max_payload_bytes=max_payload_bytes,
-            prefix=f"{path}: ",
-            queue_checked=True,
-        )
+        spec = entry_spec(queue, node, opts, path, max_payload_bytes)
         own_id = spec.id or uuid7()
         if spec.id is None:
             spec = replace(spec, id=own_id)

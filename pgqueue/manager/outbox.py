@@ -37,6 +37,7 @@ from pgqueue import jsontext
 from pgqueue.config import Config
 from pgqueue.db.executor import Database, Executor, Row
 from pgqueue.db.queries import Q
+from pgqueue.db.records import record_from_row
 from pgqueue.errors import PgQueueError, ValidationError
 from pgqueue.manager.notifier import Notifier
 from pgqueue.service import Service
@@ -205,14 +206,8 @@ class Event:
     @classmethod
     def from_row(cls, row: Row) -> Event:
         payload = row["payload"]
-        return cls(
-            id=row["id"],
-            xid=row["xid"],
-            queue=row["queue"],
-            job_id=row["job_id"],
-            type=row["type"],
-            payload=jsontext.loads(payload) if payload else {},
-            timestamp=row["ts"],
+        return record_from_row(
+            cls, row, payload=jsontext.loads(payload) if payload else {}, timestamp=row["ts"]
         )
 
     def stamped(self, token: ResumeToken | None) -> Event:

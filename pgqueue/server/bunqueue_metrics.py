@@ -253,7 +253,7 @@ class BunqueueMetrics:
         for name, commands in HISTOGRAMS:
             family = f"bunqueue_{name}_duration_seconds"
             total, count, buckets = overview.command_histogram(
-                self.broker, overview.LATENCY_COMMANDS[name]
+                self.broker.metrics, overview.LATENCY_COMMANDS[name]
             )
             out.family(family, "histogram", f"Service time of {commands} on this broker")
             for bound, cumulative in buckets or [(float("inf"), 0.0)]:

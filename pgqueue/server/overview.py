@@ -29,6 +29,7 @@ from pgqueue.manager.models import JobCounts
 
 if TYPE_CHECKING:
     from pgqueue.server.host import BrokerHost
+    from pgqueue.server.metrics import BrokerMetrics
 
 __all__ = [
     "QueueFigures",
@@ -198,12 +199,12 @@ def throughput(broker: BrokerHost) -> dict[str, float]:
 
 
 def command_histogram(
-    broker: BrokerHost, commands: tuple[str, ...]
+    metrics: BrokerMetrics, commands: tuple[str, ...]
 ) -> tuple[float, float, list[Any]]:
-    """(sum, count, [(upper bound, cumulative count)]) of this broker's service times."""
+    """(sum, count, [(upper bound, cumulative count)]) of a broker's service times."""
     total = count = 0.0
     buckets: dict[float, float] = {}
-    for family in broker.metrics.command_seconds.collect():
+    for family in metrics.command_seconds.collect():
         for sample in family.samples:
             if sample.labels.get("command") not in commands:
                 continue
@@ -235,7 +236,7 @@ def latency(broker: BrokerHost) -> dict[str, Any]:
     averages: dict[str, float] = {}
     percentiles: dict[str, dict[str, float]] = {}
     for name, commands in LATENCY_COMMANDS.items():
-        total, count, buckets = command_histogram(broker, commands)
+        total, count, buckets = command_histogram(broker.metrics, commands)
         averages[f"{name}Ms"] = round(total / count * 1000, 3) if count else 0.0
         percentiles[name] = {
             f"p{int(q * 100)}": _percentile(buckets, count, q) for q in (0.5, 0.95, 0.99)

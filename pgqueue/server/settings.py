@@ -4,10 +4,22 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from pgqueue.config import at_least
 from pgqueue.errors import ConfigError
 from pgqueue.protocol import MAX_FRAME_SIZE
 
 __all__ = ["AuthToken", "BrokerSettings"]
+
+# (setting, its least value): checked by BrokerSettings.validate.
+_MINIMUMS = (
+    ("max_frame_bytes", 1024),
+    ("max_inflight_per_connection", 1),
+    ("idle_partial_frame_ms", 0),
+    ("max_http_body_bytes", 1024),
+    ("sse_keepalive_ms", 100),
+    ("max_request_age_ms", 0),
+    ("readiness_timeout_ms", 50),
+)
 
 TCP_PORT_DEFAULT = 6789
 HTTP_PORT_DEFAULT = 6790
@@ -56,20 +68,8 @@ class BrokerSettings:
         for name, port in (("tcp_port", self.tcp_port), ("http_port", self.http_port)):
             if not 0 <= port <= 65535:
                 raise ConfigError(f"{name} must be between 0 and 65535")
-        if self.max_frame_bytes < 1024:
-            raise ConfigError("max_frame_bytes must be at least 1024")
-        if self.max_inflight_per_connection < 1:
-            raise ConfigError("max_inflight_per_connection must be at least 1")
-        if self.idle_partial_frame_ms < 0:
-            raise ConfigError("idle_partial_frame_ms must be at least 0")
-        if self.max_http_body_bytes < 1024:
-            raise ConfigError("max_http_body_bytes must be at least 1024")
-        if self.sse_keepalive_ms < 100:
-            raise ConfigError("sse_keepalive_ms must be at least 100")
-        if self.max_request_age_ms < 0:
-            raise ConfigError("max_request_age_ms must be at least 0")
-        if self.readiness_timeout_ms < 50:
-            raise ConfigError("readiness_timeout_ms must be at least 50")
+        for name, minimum in _MINIMUMS:
+            at_least(name, getattr(self, name), minimum)
         names = [t.name for t in self.auth_tokens]
         if len(set(names)) != len(names):
             raise ConfigError("auth token names must be unique")

@@ -16,17 +16,19 @@ One :class:`JobOption` per option says what every front end needs to know:
 
 From these come the engine's option names and labels, the wire reader's table,
 the SDK's wire names, the HTTP route table (so the OpenAPI document) and the
-options table of ``docs/protocol.md``.  An option of a plain kind (``integer``,
-``number``, ``boolean``, ``ids``, ``texts``) stored in ``opts`` needs nothing
-but its declaration; the other kinds have a named reader in the engine
-(:mod:`pgqueue.manager.options`) and on the wire (:mod:`pgqueue.server.wire`).
+options table of ``docs/protocol.md``; :class:`JobOptions`, the SDK's typed
+view of them, stands beside them (a test holds the two equal).  An option of
+a plain kind (``integer``, ``number``, ``boolean``, ``ids``, ``texts``) stored
+in ``opts`` needs nothing but its declaration (and its line in ``JobOptions``);
+the other kinds have a named reader in the engine (:mod:`pgqueue.manager.options`)
+and on the wire (:mod:`pgqueue.server.wire`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Final, Literal
+from typing import Final, Literal, TypedDict
 
 from pgqueue.vocabulary.checks import DAY_MS, MAX_EPOCH_MS, YEAR_MS
 
@@ -38,9 +40,15 @@ __all__ = [
     "JOB_OPTIONS",
     "PLAIN_KINDS",
     "WIRE_LABELS",
+    "BackoffOptions",
+    "DedupOptions",
+    "DeduplicationOptions",
     "JobOption",
+    "JobOptions",
     "JsonType",
+    "KeepJobs",
     "Kind",
+    "RepeatOptions",
     "Stored",
     "Transport",
     "by_python",
@@ -208,6 +216,93 @@ JOB_OPTIONS: Final[tuple[JobOption, ...]] = (
          stored="ignored", hi=float("inf"), transports=_WIRE, view=False),
 )
 # fmt: on
+
+
+# -- the SDK's typed view of its options ------------------------------------------
+# ``Queue.add(**opts: Unpack[JobOptions])``: mypy needs a written TypedDict, so it
+# stands here, beside the declarations, and test_vocabulary holds its keys to
+# exactly those of sdk_options().  A new SDK option adds its line below.
+
+
+class BackoffOptions(TypedDict, total=False):
+    """Retry delay: ``delay * 2^(attempt-1)`` (exponential) or ``delay`` (fixed), capped."""
+
+    type: Literal["exponential", "fixed"]
+    delay: int
+    max_delay: int
+
+
+class DedupOptions(TypedDict, total=False):
+    """What a second job with the same ``unique_key`` does (default: it is refused)."""
+
+    ttl: int
+    extend: bool
+    replace: bool
+
+
+class RepeatOptions(TypedDict, total=False):
+    """A repeatable job (bunqueue / BullMQ wire names): ``pattern`` (cron, in
+    ``tz``) or ``every`` ms; ``limit`` runs, ``startDate`` / ``endDate`` (ms
+    since the epoch or ISO 8601), ``immediately``, ``count`` (runs already
+    made), ``jobId`` (names the series).  See docs/cron.md."""
+
+    pattern: str
+    every: int
+    tz: str
+    limit: int
+    startDate: float | str
+    endDate: float | str
+    immediately: bool
+    count: int
+    jobId: str
+
+
+class KeepJobs(TypedDict, total=False):
+    """BullMQ's keep-jobs: the newest ``count`` finished jobs of the queue, those
+    finished less than ``age`` seconds ago (both: both rules)."""
+
+    age: int
+    count: int
+
+
+class _DeduplicationId(TypedDict):
+    id: str
+
+
+class DeduplicationOptions(_DeduplicationId, DedupOptions, total=False):
+    """BullMQ's ``deduplication``: the key (``id``) and what a second job does."""
+
+
+class JobOptions(TypedDict, total=False):
+    """Options of one job.  Durations are milliseconds."""
+
+    job_id: str
+    priority: int
+    lifo: bool
+    delay: int
+    attempts: int
+    backoff: int | BackoffOptions
+    timeout: int
+    ttl: int
+    stall_timeout: int
+    remove_on_complete: bool | int | KeepJobs
+    remove_on_fail: bool | int | KeepJobs
+    unique_key: str
+    dedup: DedupOptions
+    deduplication: DeduplicationOptions
+    debounce_id: str
+    debounce_ttl: int
+    depends_on: list[str]
+    group_id: str
+    tags: list[str]
+    stack_trace_limit: int
+    keep_logs: int
+    timestamp: float
+    fail_parent_on_failure: bool
+    ignore_dependency_on_failure: bool
+    remove_dependency_on_failure: bool
+    continue_parent_on_failure: bool
+    repeat: RepeatOptions
 
 
 def by_python(name: str) -> JobOption:

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from pgqueue.db.queries import Q
+from pgqueue.db.records import record_from_row
 from pgqueue.errors import BrokerFenced, InvalidState, JobNotFound, LeaseLost
 from pgqueue.manager.context import EngineContext
 
@@ -37,14 +38,7 @@ async def probe(ctx: EngineContext, job_id: str, token: str | None = None) -> Pr
     )
     if row is None:
         return None
-    return Probe(
-        state=row["state"],
-        queue=row["queue"],
-        fence=row["fence"],
-        pending_deps=row["pending_deps"],
-        lease_valid=row["lease_valid"],
-        session_live=row["session_live"],
-    )
+    return record_from_row(Probe, row)
 
 
 def not_active(state: str) -> InvalidState:

@@ -9,6 +9,7 @@ from typing import Any
 import orjson
 
 from pgqueue.db.executor import Row
+from pgqueue.db.records import record_from_row
 from pgqueue.manager.rows import json_or_none, ms
 
 __all__ = ["Scheduler"]
@@ -46,31 +47,12 @@ class Scheduler:
     @classmethod
     def from_row(cls, row: Row) -> Scheduler:
         dedup = row["dedup"]
-        return cls(
-            name=row["name"],
-            queue=row["queue"],
-            job_name=row["job_name"],
+        return record_from_row(
+            cls,
+            row,
             data=json_or_none(row["data"]),
-            pattern=row["pattern"],
-            every_ms=row["every_ms"],
-            timezone=row["timezone"],
-            immediately=row["immediately"],
-            max_limit=row["max_limit"],
-            start_at=row["start_at"],
-            end_at=row["end_at"],
-            prevent_overlap=row["prevent_overlap"],
-            skip_missed_on_restart=row["skip_missed_on_restart"],
-            skip_if_no_worker=row["skip_if_no_worker"],
-            priority=row["priority"],
-            unique_key=row["unique_key"],
             dedup=None if dedup is None else orjson.loads(dedup),
             job_options=orjson.loads(row["job_options"]),
-            source=row["source"],
-            executions=row["executions"],
-            next_run_at=row["next_run_at"],
-            last_run_at=row["last_run_at"],
-            created_at=row["created_at"],
-            updated_at=row["updated_at"],
         )
 
     def as_wire(self) -> dict[str, Any]:

@@ -16,6 +16,7 @@ from typing import Any, Literal
 
 from pgqueue.errors import ValidationError
 from pgqueue.manager.arguments import check_bool, check_int, check_text
+from pgqueue.manager.cron.models import Scheduler
 from pgqueue.manager.cron.schedule import Timing, check_pattern, check_timezone
 from pgqueue.manager.options import JobSpec, build_job_spec, encode_json
 from pgqueue.vocabulary.checks import INT4_MAX, MAX_EPOCH_MS
@@ -100,8 +101,10 @@ def tick_unique_key(name: str, unique_key: str | None, prevent_overlap: bool) ->
     return f"cron:{name}" if prevent_overlap else None
 
 
-def template_spec(spec: SchedulerSpec, *, max_payload_bytes: int) -> JobSpec:
-    """The job every tick of ``spec`` admits (data: the JSON text as sent)."""
+def template_spec(
+    spec: SchedulerSpec | Scheduler, *, data_json: str, max_payload_bytes: int
+) -> JobSpec:
+    """The job every tick of ``spec`` (a request, or a stored scheduler) admits."""
     return job_template(
         spec.queue,
         spec.job_name,
@@ -109,7 +112,7 @@ def template_spec(spec: SchedulerSpec, *, max_payload_bytes: int) -> JobSpec:
         priority=spec.priority,
         unique_key=tick_unique_key(spec.name, spec.unique_key, spec.prevent_overlap),
         dedup=spec.dedup,
-        data_json=spec.data_json,
+        data_json=data_json,
         max_payload_bytes=max_payload_bytes,
     )
 
@@ -232,5 +235,6 @@ def build_scheduler_spec(
         source=source,
         executions_from=executions_from,
     )
-    template_spec(spec, max_payload_bytes=max_payload_bytes)  # the template is valid
+    # the template is valid
+    template_spec(spec, data_json=spec.data_json, max_payload_bytes=max_payload_bytes)
     return spec

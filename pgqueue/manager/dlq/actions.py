@@ -9,7 +9,7 @@ selection) and calls the flow that owns the work: :mod:`~pgqueue.manager.dlq.rea
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Unpack
 
 from pgqueue.errors import DuplicateJob, InvalidState, ValidationError
 from pgqueue.manager.context import EngineContext
@@ -20,6 +20,7 @@ from pgqueue.manager.dlq.models import DlqAuditRecord, DlqEntry, DlqStats
 from pgqueue.manager.dlq.policy import (
     MAX_LIST_LIMIT,
     DlqConfig,
+    DlqSelection,
     StallConfig,
     build_filter,
     validate_actor,
@@ -49,56 +50,23 @@ async def list_dlq(
     ctx: EngineContext,
     queue: str,
     *,
-    reason: str | None = None,
-    older_than_ms: float | None = None,
-    newer_than_ms: float | None = None,
-    retriable: bool | None = None,
-    expired: bool | None = None,
     limit: int = 100,
     offset: int = 0,
+    **selection: Unpack[DlqSelection],
 ) -> list[DlqEntry]:
-    """One page of ``queue``'s dead-letter entries, oldest first.
-
-    ``older_than_ms`` / ``newer_than_ms`` are instants (ms since the
-    epoch, like the wire's ``olderThan`` / ``newerThan``); ``retriable``
-    selects entries due for an auto-retry now, ``expired`` those past
-    ``maxAge``.
-    """
+    """One page of ``queue``'s dead-letter entries (of the :class:`DlqSelection`),
+    oldest first."""
     validate_queue_name(queue)
-    selection = build_filter(
-        reason=reason,
-        older_than_ms=older_than_ms,
-        newer_than_ms=newer_than_ms,
-        retriable=retriable,
-        expired=expired,
-        limit=limit,
-        max_limit=MAX_LIST_LIMIT,
-    )
+    chosen = build_filter(limit=limit, max_limit=MAX_LIST_LIMIT, **selection)
     if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
         raise ValidationError("offset must be a non-negative integer", field="offset")
-    return await dlq_reads.list_entries(ctx, queue, selection, offset)
+    return await dlq_reads.list_entries(ctx, queue, chosen, offset)
 
 
-async def count_dlq(
-    ctx: EngineContext,
-    queue: str,
-    *,
-    reason: str | None = None,
-    older_than_ms: float | None = None,
-    newer_than_ms: float | None = None,
-    retriable: bool | None = None,
-    expired: bool | None = None,
-) -> int:
+async def count_dlq(ctx: EngineContext, queue: str, **selection: Unpack[DlqSelection]) -> int:
     """How many of ``queue``'s dead-letter entries :func:`list_dlq` selects, paging aside."""
     validate_queue_name(queue)
-    selection = build_filter(
-        reason=reason,
-        older_than_ms=older_than_ms,
-        newer_than_ms=newer_than_ms,
-        retriable=retriable,
-        expired=expired,
-    )
-    return await dlq_reads.count_entries(ctx, queue, selection)
+    return await dlq_reads.count_entries(ctx, queue, build_filter(**selection))
 
 
 async def dlq_stats(ctx: EngineContext, queue: str | None = None) -> DlqStats:
@@ -116,15 +84,12 @@ async def redrive(
     actor: str,
     job_id: str | None = None,
     job_ids: Sequence[str] | None = None,
-    reason: str | None = None,
-    older_than_ms: float | None = None,
-    newer_than_ms: float | None = None,
-    retriable: bool | None = None,
-    expired: bool | None = None,
     limit: int | None = None,
     why: str | None = None,
+    **selection: Unpack[DlqSelection],
 ) -> int:
-    """Send dead-lettered jobs of ``queue`` back to waiting; return how many moved.
+    """Send dead-lettered jobs of ``queue`` (those of ``job_ids`` and the
+    :class:`DlqSelection`) back to waiting; return how many moved.
 
     No selection at all redrives every entry of the queue.  One statement
     (set-based), one audit row, one ``redriven`` event per job.
@@ -134,17 +99,9 @@ async def redrive(
     why = validate_why(why)
     if job_id is not None:
         job_ids = [validate_job_id(job_id, "jobId"), *(job_ids or ())]
-    selection = build_filter(
-        job_ids=job_ids,
-        reason=reason,
-        older_than_ms=older_than_ms,
-        newer_than_ms=newer_than_ms,
-        retriable=retriable,
-        expired=expired,
-        limit=limit,
-    )
+    chosen = build_filter(job_ids=job_ids, limit=limit, **selection)
     audit = Audit("redrive", actor, why)
-    result = await redrive_flows.redrive_entries(ctx, queue, selection, audit)
+    result = await redrive_flows.redrive_entries(ctx, queue, chosen, audit)
     return result.count
 
 

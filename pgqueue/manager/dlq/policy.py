@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, TypedDict
+from typing import Any, TypedDict, Unpack
 
 from pgqueue.errors import ValidationError
 from pgqueue.vocabulary.checks import DAY_MS, MAX_EPOCH_MS, check_integer, number_fault
@@ -33,6 +33,7 @@ __all__ = [
     "MAX_BACKOFF_EXPONENT",
     "DlqConfig",
     "DlqFilter",
+    "DlqSelection",
     "StallConfig",
     "auto_retry_delay_ms",
     "build_filter",
@@ -259,18 +260,31 @@ def _flag(label: str, value: object) -> bool | None:
     raise ValidationError(f"{label} must be a boolean", field=label)
 
 
+class DlqSelection(TypedDict, total=False):
+    """Which dead-letter entries an operation takes: of one ``reason``, dead-lettered
+    before ``older_than_ms`` / after ``newer_than_ms`` (instants, ms since the epoch,
+    like the wire's ``olderThan`` / ``newerThan``), due for an auto-retry now
+    (``retriable``), past ``maxAge`` (``expired``)."""
+
+    reason: str | None
+    older_than_ms: float | None
+    newer_than_ms: float | None
+    retriable: bool | None
+    expired: bool | None
+
+
 def build_filter(
     *,
     job_ids: Sequence[str] | None = None,
-    reason: str | None = None,
-    older_than_ms: float | None = None,
-    newer_than_ms: float | None = None,
-    retriable: bool | None = None,
-    expired: bool | None = None,
     limit: int | None = None,
     max_limit: int | None = None,
+    **selection: Unpack[DlqSelection],
 ) -> DlqFilter:
     """Validate a selection of DLQ entries."""
+    unknown = selection.keys() - DlqSelection.__optional_keys__
+    if unknown:
+        raise TypeError(f"unexpected keyword argument {sorted(unknown)[0]!r}")
+    reason = selection.get("reason")
     ids: tuple[str, ...] | None = None
     if job_ids is not None:
         if isinstance(job_ids, str) or not isinstance(job_ids, Sequence):
@@ -285,9 +299,9 @@ def build_filter(
     return DlqFilter(
         job_ids=ids,
         reason=reason,
-        older_than_ms=_instant("olderThan", older_than_ms),
-        newer_than_ms=_instant("newerThan", newer_than_ms),
-        retriable=_flag("retriable", retriable),
-        expired=_flag("expired", expired),
+        older_than_ms=_instant("olderThan", selection.get("older_than_ms")),
+        newer_than_ms=_instant("newerThan", selection.get("newer_than_ms")),
+        retriable=_flag("retriable", selection.get("retriable")),
+        expired=_flag("expired", selection.get("expired")),
         limit=limit,
     )

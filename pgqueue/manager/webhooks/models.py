@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pgqueue.db.executor import Row
+from pgqueue.db.records import record_from_row
 
 __all__ = ["Webhook", "WebhookDelivery", "WebhookStats"]
 
@@ -126,25 +127,9 @@ class WebhookDelivery:
 
     @classmethod
     def from_row(cls, row: Row) -> WebhookDelivery:
-        status = row["status"]
-        return cls(
-            id=row["id"],
-            webhook_id=row["webhook_id"],
-            event_id=row["event_id"],
-            event=row["event"],
-            queue=row["queue"],
-            job_id=row["job_id"],
-            status=status,
-            attempts=row["attempts"],
-            max_attempts=row["max_attempts"],
-            last_status_code=row["last_status_code"],
-            last_error=row["last_error"],
-            body=row["body"],
-            event_at=row["event_at"],
-            created_at=row["created_at"],
-            last_attempt_at=row["last_attempt_at"],
-            next_attempt_at=row["next_attempt_at"] if status == "pending" else None,
-            delivered_at=row["delivered_at"],
+        pending = row["status"] == "pending"
+        return record_from_row(
+            cls, row, next_attempt_at=row["next_attempt_at"] if pending else None
         )
 
     def as_wire(self) -> dict[str, Any]:

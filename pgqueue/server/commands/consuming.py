@@ -128,13 +128,19 @@ def _finalized(outcome: ItemOutcome) -> dict[str, Any] | None:
     raise LeaseLost(outcome.job_id)
 
 
+def _job_and_token(req: Request) -> tuple[str, str]:
+    """The ``id`` of a completion and its lock token (given, or the one this broker holds)."""
+    job_id = req.fields.job_id("id")
+    token = _token(req, job_id, req.fields.opt_str("token"))
+    if token is None:
+        raise ValidationError(f"Lock token required for job {job_id}", field="token")
+    return job_id, token
+
+
 @command("ACK")
 async def ack(req: Request) -> dict[str, Any] | None:
     f = req.fields
-    job_id = f.job_id("id")
-    token = _token(req, job_id, f.opt_str("token"))
-    if token is None:
-        raise ValidationError(f"Lock token required for job {job_id}", field="token")
+    job_id, token = _job_and_token(req)
     result = f.opt_json_value("result")
     remove = removal_value(f, "removeOnComplete")
     outcome = await req.broker.ack(AckItem(job_id, token, result, remove))
@@ -197,10 +203,7 @@ async def ack_batch(req: Request) -> dict[str, Any] | None:
 @command("FAIL")
 async def fail(req: Request) -> dict[str, Any] | None:
     f = req.fields
-    job_id = f.job_id("id")
-    token = _token(req, job_id, f.opt_str("token"))
-    if token is None:
-        raise ValidationError(f"Lock token required for job {job_id}", field="token")
+    job_id, token = _job_and_token(req)
     error = f.opt_str("error", max_len=100_000) or ""
     stack = f.opt_str_list("stack", max_items=1000, max_len=100_000)
     unrecoverable = f.opt_bool("unrecoverable", default=False)

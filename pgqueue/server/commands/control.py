@@ -115,29 +115,27 @@ async def promote_jobs(req: Request) -> dict[str, Any]:
 
 @command("MoveToDelayed")
 async def move_to_delayed(req: Request) -> None:
-    f = req.fields
-    job_id = f.job_id("id")
-    delay = f.int_("delay", minimum=0, maximum=MAX_DELAY_MS)
-    given = f.opt_str("token", max_len=256) or None
-
-    async def call(token: str | None) -> None:
-        await req.manager.move_to_delayed(job_id, delay, token)
-
     # A pending job is delayed as it is (bunqueue does); an active one is the
     # worker's move, with its token (or the one this broker handed out).
-    await _with_held_token(req, job_id, given, call)
-    forget_claim(req, job_id)
+    await _delay_with_token(req, req.manager.move_to_delayed)
 
 
 @command("ChangeDelay")
 async def change_delay(req: Request) -> None:
+    await _delay_with_token(req, req.manager.change_delay)
+
+
+async def _delay_with_token(
+    req: Request, move: Callable[[str, int, str | None], Awaitable[None]]
+) -> None:
+    """``move(id, delay, token)``, with the given token or the one this broker holds."""
     f = req.fields
     job_id = f.job_id("id")
     delay = f.int_("delay", minimum=0, maximum=MAX_DELAY_MS)
     given = f.opt_str("token", max_len=256) or None
 
     async def call(token: str | None) -> None:
-        await req.manager.change_delay(job_id, delay, token)
+        await move(job_id, delay, token)
 
     await _with_held_token(req, job_id, given, call)
     forget_claim(req, job_id)

@@ -10,13 +10,17 @@ the setters and ``RateLimitGroup{duration}`` (a manual deadline) answer ok.
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any
 
 from pgqueue.manager.limits.groups import MAX_DEADLINE_MS
-from pgqueue.server.registry import CommandGroup
+from pgqueue.server.registry import CommandGroup, Handler
 from pgqueue.server.request import Request
 from pgqueue.vocabulary.checks import INT4_MAX
 from pgqueue.vocabulary.names import MAX_NAME_LENGTH
+
+if TYPE_CHECKING:
+    from pgqueue.runtime import PostgresQueueManager
 
 group = CommandGroup()
 command = group.command
@@ -31,14 +35,33 @@ def _data(**values: Any) -> dict[str, Any]:
     return {"data": values}
 
 
-@command("GetGroupJobsCount")
-async def get_group_jobs_count(req: Request) -> dict[str, Any]:
-    return _data(count=await req.manager.get_group_jobs_count(*_target(req)))
+_Read = Callable[["PostgresQueueManager", str, str], Awaitable[Any]]
+
+# (command, the answer's key, the engine's call on (queue, groupId)): the commands
+# that take a group and answer one value, ``D{key: value}``.
+# fmt: off
+_ONE_VALUE: tuple[tuple[str, str, _Read], ...] = (
+    ("GetGroupJobsCount", "count", lambda m, q, g: m.get_group_jobs_count(q, g)),
+    ("GetGroupActiveCount", "count", lambda m, q, g: m.get_group_active_count(q, g)),
+    ("RemoveGroupRateLimit", "removed", lambda m, q, g: m.remove_group_rate_limit(q, g)),
+    ("GetGroupConcurrency", "concurrency", lambda m, q, g: m.get_group_concurrency(q, g)),
+    ("RemoveGroupConcurrency", "removed", lambda m, q, g: m.remove_group_concurrency(q, g)),
+    ("PauseGroup", "changed", lambda m, q, g: m.pause_group(q, g)),
+    ("ResumeGroup", "changed", lambda m, q, g: m.resume_group(q, g)),
+    ("IsGroupPaused", "paused", lambda m, q, g: m.is_group_paused(q, g)),
+)
+# fmt: on
 
 
-@command("GetGroupActiveCount")
-async def get_group_active_count(req: Request) -> dict[str, Any]:
-    return _data(count=await req.manager.get_group_active_count(*_target(req)))
+def _one_value(key: str, call: _Read) -> Handler:
+    async def handler(req: Request) -> dict[str, Any]:
+        return _data(**{key: await call(req.manager, *_target(req))})
+
+    return handler
+
+
+for _name, _key, _call in _ONE_VALUE:
+    command(_name)(_one_value(_key, _call))
 
 
 @command("GetGroupsJobsCount")
@@ -64,11 +87,6 @@ async def get_group_rate_limit(req: Request) -> dict[str, Any]:
     return _data(limit=None if limit is None else {"max": limit[0], "duration": limit[1]})
 
 
-@command("RemoveGroupRateLimit")
-async def remove_group_rate_limit(req: Request) -> dict[str, Any]:
-    return _data(removed=await req.manager.remove_group_rate_limit(*_target(req)))
-
-
 @command("GetGroupRateLimitTtl")
 async def get_group_rate_limit_ttl(req: Request) -> dict[str, Any]:
     queue, group_id = _target(req)
@@ -81,31 +99,6 @@ async def set_group_concurrency(req: Request) -> None:
     queue, group_id = _target(req)
     concurrency = req.fields.int_("concurrency", minimum=1, maximum=INT4_MAX)
     await req.manager.set_group_concurrency(queue, group_id, concurrency)
-
-
-@command("GetGroupConcurrency")
-async def get_group_concurrency(req: Request) -> dict[str, Any]:
-    return _data(concurrency=await req.manager.get_group_concurrency(*_target(req)))
-
-
-@command("RemoveGroupConcurrency")
-async def remove_group_concurrency(req: Request) -> dict[str, Any]:
-    return _data(removed=await req.manager.remove_group_concurrency(*_target(req)))
-
-
-@command("PauseGroup")
-async def pause_group(req: Request) -> dict[str, Any]:
-    return _data(changed=await req.manager.pause_group(*_target(req)))
-
-
-@command("ResumeGroup")
-async def resume_group(req: Request) -> dict[str, Any]:
-    return _data(changed=await req.manager.resume_group(*_target(req)))
-
-
-@command("IsGroupPaused")
-async def is_group_paused(req: Request) -> dict[str, Any]:
-    return _data(paused=await req.manager.is_group_paused(*_target(req)))
 
 
 @command("RateLimitGroup")

@@ -103,15 +103,7 @@ def _mean_ms(metrics: BrokerMetrics | None, commands: tuple[str, ...]) -> float:
     """Mean service time of ``commands`` on this broker, in ms (0 without samples)."""
     if metrics is None:
         return 0.0
-    total = count = 0.0
-    for family in metrics.command_seconds.collect():
-        for sample in family.samples:
-            if sample.labels.get("command") not in commands:
-                continue
-            if sample.name.endswith("_sum"):
-                total += sample.value
-            elif sample.name.endswith("_count"):
-                count += sample.value
+    total, count, _ = overview.command_histogram(metrics, commands)
     return round(total / count * 1000.0, 2) if count else 0.0
 
 

@@ -19,21 +19,14 @@ the comment ``:heartbeat``.
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import logging
 import uuid
 from collections.abc import Callable
 
-from starlette.responses import Response
-from starlette.types import Receive, Scope, Send
-
-from pgqueue.errors import PgQueueError
 from pgqueue.server.http.feed import Feed, Frame
 from pgqueue.server.http.jsonio import dumps
+from pgqueue.server.http.sse import StreamResponse
 
 __all__ = ["BunqueueStreamResponse", "format_frame"]
-
-log = logging.getLogger("pgqueue.http")
 
 RETRY_MS = 3000
 HEARTBEAT = b":heartbeat\n\n"
@@ -55,15 +48,11 @@ def format_frame(frame: Frame) -> bytes:
     return head + b"event: " + frame.name.encode() + b"\ndata: " + dumps(frame.data) + b"\n\n"
 
 
-async def _disconnected(receive: Receive) -> None:
-    while (await receive())["type"] != "http.disconnect":
-        pass
+class BunqueueStreamResponse(StreamResponse):
+    """Streams ``feed`` until the client leaves or ``closing`` is set (the feed
+    makes its own heartbeats)."""
 
-
-class BunqueueStreamResponse(Response):
-    """Streams ``feed`` until the client leaves or ``closing`` is set."""
-
-    media_type = "text/event-stream"
+    ended = "bunqueue event stream ended: %s"
 
     def __init__(
         self,
@@ -72,45 +61,12 @@ class BunqueueStreamResponse(Response):
         closing: asyncio.Event,
         on_close: Callable[[], None] | None = None,
     ) -> None:
-        self.feed = feed
-        self.closing = closing
-        self.on_close = on_close
         self.client_id = str(uuid.uuid4())
-        self.status_code = 200
-        self.background = None
-        self.init_headers({"cache-control": "no-cache", "x-accel-buffering": "no"})
+        super().__init__(closing=closing, opening=opening(self.client_id), on_close=on_close)
+        self.feed = feed
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        gone = asyncio.create_task(_disconnected(receive), name="pgqueue:bq-sse-disconnect")
-        closing = asyncio.create_task(self.closing.wait(), name="pgqueue:bq-sse-closing")
-        upcoming: asyncio.Task[Frame] | None = None
-        try:
-            await send({"type": "http.response.start", "status": 200, "headers": self.raw_headers})
-            body = opening(self.client_id)
-            await send({"type": "http.response.body", "body": body, "more_body": True})
-            while True:
-                if upcoming is None:
-                    upcoming = asyncio.create_task(self.feed.next(), name="pgqueue:bq-sse-next")
-                done, _ = await asyncio.wait(
-                    {upcoming, gone, closing}, return_when=asyncio.FIRST_COMPLETED
-                )
-                if gone in done or closing in done:
-                    break
-                frame = upcoming.result()
-                upcoming = None
-                message = format_frame(frame)
-                await send({"type": "http.response.body", "body": message, "more_body": True})
-        except PgQueueError as exc:
-            log.info("bunqueue event stream ended: %s", exc)
-        except OSError:
-            pass
-        finally:
-            tasks = [task for task in (upcoming, gone, closing) if task is not None]
-            for task in tasks:
-                task.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
-            await self.feed.close()
-            if self.on_close is not None:
-                self.on_close()
-        with contextlib.suppress(Exception):
-            await send({"type": "http.response.body", "body": b"", "more_body": False})
+    async def next_message(self) -> bytes | None:
+        return format_frame(await self.feed.next())
+
+    async def release(self) -> None:
+        await self.feed.close()

@@ -25,7 +25,7 @@ from pgqueue.manager.outbox import Event, Subscription
 from pgqueue.server.http.jsonio import dumps
 from pgqueue.server.wire import event_to_wire
 
-__all__ = ["EventStreamResponse", "format_event"]
+__all__ = ["EventStreamResponse", "StreamResponse", "format_event"]
 
 log = logging.getLogger("pgqueue.http")
 
@@ -46,43 +46,52 @@ async def _disconnected(receive: Receive) -> None:
         pass
 
 
-class EventStreamResponse(Response):
-    """Streams ``subscription`` until the client leaves or ``closing`` is set."""
+class StreamResponse(Response):
+    """A ``text/event-stream`` of :meth:`next_message` until the client leaves or
+    ``closing`` is set; a subclass gives the messages and :meth:`release`.
+
+    It opens with ``opening``; with ``keepalive`` (seconds), a quiet stream gets
+    ``KEEPALIVE`` after that long.  A failed source (a
+    :class:`~pgqueue.errors.PgQueueError`) ends the stream; the client resumes."""
 
     media_type = "text/event-stream"
+    ended = "event stream ended: %s (the client resumes with Last-Event-ID)"
+    """The log line of a stream whose source failed."""
 
     def __init__(
         self,
-        subscription: Subscription,
         *,
         closing: asyncio.Event,
-        keepalive: float,
+        opening: bytes,
+        keepalive: float | None = None,
         on_close: Callable[[], None] | None = None,
     ) -> None:
-        self.subscription = subscription
         self.closing = closing
+        self.opening = opening
         self.keepalive = keepalive
         self.on_close = on_close
         self.status_code = 200
         self.background = None
         self.init_headers({"cache-control": "no-cache", "x-accel-buffering": "no"})
 
+    async def next_message(self) -> bytes | None:
+        """The next message (None: one the client does not see)."""
+        raise NotImplementedError
+
+    async def release(self) -> None:
+        """Close the source of the messages."""
+
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         gone = asyncio.create_task(_disconnected(receive), name="pgqueue:sse-disconnect")
         closing = asyncio.create_task(self.closing.wait(), name="pgqueue:sse-closing")
-        upcoming: asyncio.Task[Event] | None = None
+        upcoming: asyncio.Task[bytes | None] | None = None
         try:
-            await send(
-                {
-                    "type": "http.response.start",
-                    "status": self.status_code,
-                    "headers": self.raw_headers,
-                }
-            )
-            await send({"type": "http.response.body", "body": OPENING, "more_body": True})
+            start = {"type": "http.response.start", "status": 200, "headers": self.raw_headers}
+            await send(start)
+            await send({"type": "http.response.body", "body": self.opening, "more_body": True})
             while True:
                 if upcoming is None:
-                    upcoming = asyncio.create_task(self.subscription.get(), name="pgqueue:sse-next")
+                    upcoming = asyncio.create_task(self.next_message(), name="pgqueue:sse-next")
                 done, _ = await asyncio.wait(
                     {upcoming, gone, closing},
                     timeout=self.keepalive,
@@ -93,22 +102,42 @@ class EventStreamResponse(Response):
                 if upcoming not in done:
                     await send({"type": "http.response.body", "body": KEEPALIVE, "more_body": True})
                     continue
-                event = upcoming.result()
+                message = upcoming.result()
                 upcoming = None
-                message = format_event(event)
                 if message is not None:
                     await send({"type": "http.response.body", "body": message, "more_body": True})
         except PgQueueError as exc:
-            log.info("event stream ended: %s (the client resumes with Last-Event-ID)", exc)
+            log.info(self.ended, exc)
         except OSError:
             pass
         finally:
-            self.subscription.close()
             tasks = [task for task in (upcoming, gone, closing) if task is not None]
             for task in tasks:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
+            await self.release()
             if self.on_close is not None:
                 self.on_close()
         with contextlib.suppress(Exception):
             await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+
+class EventStreamResponse(StreamResponse):
+    """Streams ``subscription`` until the client leaves or ``closing`` is set."""
+
+    def __init__(
+        self,
+        subscription: Subscription,
+        *,
+        closing: asyncio.Event,
+        keepalive: float,
+        on_close: Callable[[], None] | None = None,
+    ) -> None:
+        super().__init__(closing=closing, opening=OPENING, keepalive=keepalive, on_close=on_close)
+        self.subscription = subscription
+
+    async def next_message(self) -> bytes | None:
+        return format_event(await self.subscription.get())
+
+    async def release(self) -> None:
+        self.subscription.close()
