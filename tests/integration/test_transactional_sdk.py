@@ -5,6 +5,7 @@ on every driver the SDK joins: asyncpg, psycopg (async and sync), SQLAlchemy
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import uuid
 from collections.abc import AsyncIterator
@@ -19,6 +20,7 @@ from pgqueue import sync
 from pgqueue.client import FlowProducer, Job, Queue, open_transport
 from pgqueue.client.transport import Transport
 from pgqueue.errors import ConfigError, LeaseLost
+from pgqueue.testing.waiting import eventually
 from tests.helpers import sql, sql_value, with_query
 from tests.integration.app_transactions import (
     CREATE_ORDERS,
@@ -244,3 +246,57 @@ def test_the_sync_facade_enqueues_in_a_sync_transaction(
         assert queue.get_state(dropped.id) == "unknown"
     finally:
         queue.close()
+
+
+@each_mode
+async def test_the_sql_function_joins_the_transaction_it_is_called_in(
+    mode: str, db_dsn: str, namespace: str, transport: Transport, hints: Hints
+) -> None:
+    data = '{"z": 1, "a": 12345678901234567890}'
+    async with open_business(mode, db_dsn) as app:
+        await app.write(f"o-{uuid.uuid4().hex[:8]}")
+        dropped = await app.enqueue(namespace, data, '{"priority": 3}')
+        await app.rollback()
+    assert await Queue("orders", transport).get_state(dropped) == "unknown"
+    for table in ("pgqueue_jobs", "pgqueue_events"):
+        count = f"SELECT count(*) FROM {table} WHERE namespace = $1"
+        assert await sql_value(db_dsn, count, namespace) == 0, table
+    assert await hints.next_after_sentinel(db_dsn) == []
+    async with open_business(mode, db_dsn) as app:
+        kept = await app.enqueue(namespace, data, '{"job_id": "sql-1"}')
+        await app.commit()
+    assert kept == "sql-1"
+    [lease] = await transport.pull("orders", 1, owner="w", lock_ttl_ms=30_000, timeout_ms=0)
+    assert lease.job["id"] == "sql-1"
+    stored = "SELECT data::text FROM pgqueue_jobs WHERE namespace = $1 AND id = 'sql-1'"
+    assert await sql_value(db_dsn, stored, namespace) == data
+    assert len(await hints.next_after_sentinel(db_dsn)) >= 1
+
+
+@each_mode
+async def test_concurrent_sql_pushes_of_one_custom_id_make_one_job(
+    mode: str, db_dsn: str, namespace: str
+) -> None:
+    async with contextlib.AsyncExitStack() as stack:
+        apps = [await stack.enter_async_context(open_business(mode, db_dsn)) for _ in range(4)]
+        calls = [
+            asyncio.ensure_future(app.enqueue(namespace, "{}", '{"job_id": "one"}')) for app in apps
+        ]
+        await eventually(
+            lambda: sql_value(
+                db_dsn,
+                "SELECT count(*) >= $1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' "
+                "AND query LIKE '%pgqueue.enqueue%'",
+                len(apps) - 1,
+            ),
+            message="the other pushes waiting for the first",
+        )
+        [first] = [i for i, call in enumerate(calls) if call.done()]
+        await apps[first].commit()
+        results = await asyncio.gather(*calls)
+        for i, app in enumerate(apps):
+            if i != first:
+                await app.commit()
+    assert results == ["one"] * len(apps)
+    count = "SELECT count(*) FROM pgqueue_jobs WHERE namespace = $1"
+    assert await sql_value(db_dsn, count, namespace) == 1
