@@ -846,13 +846,67 @@ BEGIN
 END
 $function$;
 
-CREATE OR REPLACE FUNCTION pgqueue._duplicated(namespace text, queue text, owner_id text, how text)
+CREATE OR REPLACE FUNCTION pgqueue._dedup(d jsonb, label text, OUT mode text, OUT ttl bigint)
+ RETURNS record
+ LANGUAGE plpgsql
+ IMMUTABLE
+AS $function$
+DECLARE
+    bad text;
+BEGIN
+    -- options._dedup: {ttl?, extend?, replace?} under ``label``.
+    mode := 'reject';
+    IF d IS NULL OR jsonb_typeof(d) = 'null' THEN
+        RETURN;
+    END IF;
+    IF jsonb_typeof(d) <> 'object' THEN
+        PERFORM pgqueue._refuse(label || ' must be a map {ttl?, extend?, replace?}');
+    END IF;
+    SELECT string_agg(k, ', ' ORDER BY k COLLATE "C") INTO bad FROM jsonb_object_keys(d) AS k
+    WHERE k NOT IN ('ttl', 'extend', 'replace');
+    IF bad IS NOT NULL THEN
+        PERFORM pgqueue._refuse(label || ' has unknown keys: ' || bad);
+    END IF;
+    ttl := pgqueue._int(jsonb_build_object(label || '.ttl', d -> 'ttl'), label || '.ttl',
+                        1, 31536000000, NULL);
+    IF pgqueue._bool(jsonb_build_object(label || '.replace', d -> 'replace'), label || '.replace') THEN
+        mode := 'replace';
+        RETURN;
+    END IF;
+    IF pgqueue._bool(jsonb_build_object(label || '.extend', d -> 'extend'), label || '.extend') THEN
+        IF ttl IS NULL THEN
+            PERFORM pgqueue._refuse(label || ' extend needs a ttl');
+        END IF;
+        mode := 'extend';
+    END IF;
+END
+$function$;
+
+CREATE OR REPLACE FUNCTION pgqueue._duplicated(namespace text, queue text, owner_id text, how text, debounce_id text)
  RETURNS void
  LANGUAGE plpgsql
 AS $function$
+#variable_conflict use_variable
+DECLARE
+    hint text;
 BEGIN
-    PERFORM pgqueue._event(namespace, queue, owner_id, 'duplicated',
-                           jsonb_build_object('by', how));
+    -- admission._insert_duplicate_events (event_insert_many): 'duplicated', and
+    -- 'debounced' for a debounceId, in one statement with one NOTIFY hint.
+    WITH events AS (
+        INSERT INTO pgqueue_events (namespace, queue, job_id, type, payload)
+        SELECT namespace, queue, owner_id, e.type, e.payload
+        FROM (VALUES (1, 'duplicated', jsonb_build_object('by', how)),
+                     (2, 'debounced', jsonb_build_object('by', how, 'debounceId', debounce_id)))
+             AS e(ord, type, payload)
+        WHERE e.ord = 1 OR (debounce_id IS NOT NULL AND how = 'unique_key')
+        ORDER BY e.ord
+        RETURNING id, queue
+    )
+    SELECT pg_notify('pgqueue_events', json_build_object(
+               'ns', namespace, 'a', min(e.id), 'b', max(e.id),
+               'q', array_agg(DISTINCT e.queue))::text)
+    INTO hint
+    FROM events e;
 END
 $function$;
 
@@ -943,6 +997,61 @@ BEGIN
 END
 $function$;
 
+CREATE OR REPLACE FUNCTION pgqueue._removal(v jsonb, label text, OUT at_once boolean, OUT keep jsonb)
+ RETURNS record
+ LANGUAGE plpgsql
+ IMMUTABLE
+AS $function$
+DECLARE
+    bad text;
+    n bigint;
+BEGIN
+    -- options.removal_policy: true / false, a count to keep, or {age, count}.
+    at_once := false;
+    IF v IS NULL OR jsonb_typeof(v) = 'null' OR v = 'false'::jsonb THEN
+        RETURN;
+    END IF;
+    IF v = 'true'::jsonb THEN
+        at_once := true;
+        RETURN;
+    END IF;
+    IF jsonb_typeof(v) = 'number' THEN
+        n := pgqueue._int(jsonb_build_object(label, v), label, 0, 2147483647, NULL);
+        IF n = 0 THEN
+            at_once := true;
+        ELSE
+            keep := jsonb_build_object('count', n);
+        END IF;
+        RETURN;
+    END IF;
+    IF jsonb_typeof(v) <> 'object' THEN
+        PERFORM pgqueue._refuse(label || ' must be a boolean, a count or {age, count}');
+    END IF;
+    SELECT string_agg(k, ', ' ORDER BY k COLLATE "C") INTO bad FROM jsonb_object_keys(v) AS k
+    WHERE k NOT IN ('age', 'count');
+    IF bad IS NOT NULL THEN
+        PERFORM pgqueue._refuse(label || ' has unknown keys: ' || bad);
+    END IF;
+    keep := '{}';
+    n := pgqueue._int(jsonb_build_object(label || ' count', v -> 'count'), label || ' count',
+                      0, 2147483647, NULL);
+    IF n IS NOT NULL THEN
+        keep := keep || jsonb_build_object('count', n);
+    END IF;
+    n := pgqueue._int(jsonb_build_object(label || ' age', v -> 'age'), label || ' age',
+                      0, 31536000, NULL);
+    IF n IS NOT NULL THEN
+        keep := keep || jsonb_build_object('age', n);
+    END IF;
+    IF keep -> 'count' = '0'::jsonb THEN
+        at_once := true;
+        keep := NULL;
+    ELSIF keep = '{}' THEN
+        keep := NULL;
+    END IF;
+END
+$function$;
+
 CREATE OR REPLACE FUNCTION pgqueue._strings(opts jsonb, key text, lim integer)
  RETURNS text[]
  LANGUAGE plpgsql
@@ -1008,6 +1117,11 @@ DECLARE
     dedup jsonb;
     dedup_mode text := 'reject';
     unique_ttl_ms bigint;
+    debounced boolean := false;
+    debounce_id text;
+    debounce_ttl bigint;
+    removal record;
+    owner record;
     group_id text;
     parent_id text;
     parent_queue text;
@@ -1059,7 +1173,7 @@ BEGIN
         PERFORM pgqueue._refuse('unknown job option: ' || bad);
     END IF;
     SELECT string_agg(k, ', ' ORDER BY k COLLATE "C") INTO bad FROM jsonb_object_keys(o) AS k
-    WHERE k IN ('repeat', 'deduplication', 'debounce_id', 'debounce_ttl', 'children_ids')
+    WHERE k IN ('repeat', 'children_ids')
       AND jsonb_typeof(o -> k) <> 'null';
     IF bad IS NOT NULL THEN
         PERFORM pgqueue._refuse('pgqueue.enqueue does not take the option ' || bad
@@ -1071,30 +1185,38 @@ BEGIN
     ELSE
         prio_hi := 1000000;
     END IF;
-    dedup := o -> 'dedup';
-    IF dedup IS NOT NULL AND jsonb_typeof(dedup) <> 'null' THEN
-        IF jsonb_typeof(dedup) <> 'object' THEN
-            PERFORM pgqueue._refuse('dedup must be a map {ttl?, extend?, replace?}');
-        END IF;
-        SELECT string_agg(k, ', ' ORDER BY k COLLATE "C") INTO bad FROM jsonb_object_keys(dedup) AS k
-        WHERE k NOT IN ('ttl', 'extend', 'replace');
-        IF bad IS NOT NULL THEN
-            PERFORM pgqueue._refuse('dedup has unknown keys: ' || bad);
-        END IF;
-        unique_ttl_ms := pgqueue._int(jsonb_build_object('dedup.ttl', dedup -> 'ttl'), 'dedup.ttl',
-                                      1, 31536000000, NULL);
-        IF pgqueue._bool(dedup, 'replace') THEN
-            PERFORM pgqueue._refuse('pgqueue.enqueue does not take the option dedup.replace: '
-                                    'use the SDK');
-        END IF;
-        IF pgqueue._bool(dedup, 'extend') THEN
-            IF unique_ttl_ms IS NULL THEN
-                PERFORM pgqueue._refuse('dedup extend needs a ttl');
-            END IF;
-            dedup_mode := 'extend';
-        END IF;
-    END IF;
+    -- The key: uniqueKey + dedup, BullMQ's deduplication, or debounceId (options._dedup_key).
+    SELECT d.mode, d.ttl INTO dedup_mode, unique_ttl_ms FROM pgqueue._dedup(o -> 'dedup', 'dedup') d;
     unique_key := pgqueue._id(o, 'unique_key');
+    dedup := o -> 'deduplication';
+    IF dedup IS NOT NULL AND jsonb_typeof(dedup) <> 'null' THEN
+        IF unique_key IS NOT NULL THEN
+            PERFORM pgqueue._refuse('deduplication and uniqueKey name the same key: give one');
+        END IF;
+        IF jsonb_typeof(dedup) <> 'object' THEN
+            PERFORM pgqueue._refuse('deduplication must be a map {id, ttl?, extend?, replace?}');
+        END IF;
+        SELECT string_agg(k, ', ' ORDER BY k COLLATE "C") INTO bad
+        FROM jsonb_object_keys(dedup) AS k WHERE k NOT IN ('id', 'ttl', 'extend', 'replace');
+        IF bad IS NOT NULL THEN
+            PERFORM pgqueue._refuse('deduplication has unknown keys: ' || bad);
+        END IF;
+        unique_key := pgqueue._id(jsonb_build_object('deduplication.id', dedup -> 'id'),
+                                  'deduplication.id');
+        IF unique_key IS NULL THEN
+            PERFORM pgqueue._refuse('deduplication needs an id');
+        END IF;
+        SELECT d.mode, d.ttl INTO dedup_mode, unique_ttl_ms
+        FROM pgqueue._dedup(dedup - 'id', 'deduplication') d;
+    END IF;
+    debounce_id := pgqueue._id(o, 'debounce_id');
+    debounce_ttl := pgqueue._int(o, 'debounce_ttl', 1, 31536000000, NULL);
+    IF unique_key IS NULL AND debounce_id IS NOT NULL THEN
+        unique_key := debounce_id;
+        dedup_mode := 'reject';
+        unique_ttl_ms := debounce_ttl;
+        debounced := true;
+    END IF;
     IF unique_key IS NULL THEN
         dedup_mode := 'reject';
         unique_ttl_ms := NULL;
@@ -1117,12 +1239,16 @@ BEGIN
             extras := extras || jsonb_build_object(bad, pgqueue._int(o, bad, 0, 1000000, NULL));
         END IF;
     END LOOP;
-    FOREACH bad IN ARRAY ARRAY['remove_on_complete', 'remove_on_fail'] LOOP
-        IF o ? bad AND jsonb_typeof(o -> bad) NOT IN ('boolean', 'null') THEN
-            PERFORM pgqueue._refuse('pgqueue.enqueue does not take the option ' || bad
-                                    || ' as a count: use the SDK');
-        END IF;
-    END LOOP;
+    SELECT * INTO removal FROM pgqueue._removal(o -> 'remove_on_complete', 'remove_on_complete');
+    remove_on_complete := removal.at_once;
+    IF removal.keep IS NOT NULL THEN
+        extras := extras || jsonb_build_object('keep_completed', removal.keep);
+    END IF;
+    SELECT * INTO removal FROM pgqueue._removal(o -> 'remove_on_fail', 'remove_on_fail');
+    remove_on_fail := removal.at_once;
+    IF removal.keep IS NOT NULL THEN
+        extras := extras || jsonb_build_object('keep_failed', removal.keep);
+    END IF;
     created_ms := pgqueue._int(o, 'timestamp', 0, 8640000000000000, NULL);
     priority := pgqueue._int(o, 'priority', prio_lo, prio_hi, 0);
     lifo := pgqueue._bool(o, 'lifo');
@@ -1156,8 +1282,6 @@ BEGIN
     timeout_ms := nullif(pgqueue._int(o, 'timeout', 0, 86400000, NULL), 0);
     ttl_ms := nullif(pgqueue._int(o, 'ttl', 0, 31536000000, NULL), 0);
     stall_ms := nullif(pgqueue._int(o, 'stall_timeout', 0, 86400000, NULL), 0);
-    remove_on_complete := pgqueue._bool(o, 'remove_on_complete');
-    remove_on_fail := pgqueue._bool(o, 'remove_on_fail');
     group_id := pgqueue._id(o, 'group_id');
     parent_id := pgqueue._id(o, 'parent_id');
     parent_queue := pgqueue._id(o, 'parent_queue');
@@ -1186,7 +1310,7 @@ BEGIN
             PERFORM 1 FROM pgqueue_finished f
             WHERE f.namespace = namespace AND f.id = job_id FOR UPDATE;
             IF FOUND THEN
-                PERFORM pgqueue._duplicated(namespace, queue, job_id, 'id');
+                PERFORM pgqueue._duplicated(namespace, queue, job_id, 'id', NULL);
                 RETURN job_id;
             END IF;
         END IF;
@@ -1199,15 +1323,37 @@ BEGIN
             WHERE f.namespace = namespace AND f.queue = queue
               AND f.unique_key = unique_key AND f.unique_expires_at > statement_timestamp()
             ORDER BY f.unique_expires_at DESC LIMIT 1 FOR UPDATE;
-            IF owner_id IS NOT NULL THEN
+            IF owner_id IS NOT NULL AND dedup_mode = 'replace' THEN
+                UPDATE pgqueue_finished SET unique_expires_at = NULL
+                WHERE pgqueue_finished.namespace = namespace AND pgqueue_finished.id = owner_id;
+            ELSIF owner_id IS NOT NULL THEN
                 IF dedup_mode = 'extend' THEN
                     UPDATE pgqueue_finished SET unique_expires_at =
                         statement_timestamp() + unique_ttl_ms * interval '1 millisecond'
                     WHERE pgqueue_finished.namespace = namespace
                       AND pgqueue_finished.id = owner_id;
                 END IF;
-                PERFORM pgqueue._duplicated(namespace, queue, owner_id, 'unique_key');
+                PERFORM pgqueue._duplicated(namespace, queue, owner_id, 'unique_key',
+                                            CASE WHEN debounced THEN unique_key END);
                 RETURN owner_id;
+            END IF;
+            IF dedup_mode = 'replace' THEN
+                -- job_unique_key_take_over: an active owner keeps running without the
+                -- key; a pending one without dependents is removed (an event, no hint).
+                SELECT j.id, j.state, j.has_dependents INTO owner FROM pgqueue_jobs j
+                WHERE j.namespace = namespace AND j.queue = queue AND j.unique_key = unique_key
+                FOR UPDATE;
+                IF owner.id IS NOT NULL AND owner.state = 'active' THEN
+                    UPDATE pgqueue_jobs j SET unique_key = NULL, unique_expires_at = NULL
+                    WHERE j.namespace = namespace AND j.id = owner.id;
+                ELSIF owner.id IS NOT NULL AND NOT owner.has_dependents THEN
+                    DELETE FROM pgqueue_jobs j WHERE j.namespace = namespace AND j.id = owner.id;
+                    INSERT INTO pgqueue_events (namespace, queue, job_id, type, payload)
+                    VALUES (namespace, queue, owner.id, 'removed', '{"reason": "replaced"}');
+                ELSIF owner.id IS NOT NULL THEN
+                    RAISE EXCEPTION USING ERRCODE = '23505', MESSAGE =
+                        'Cannot replace job ' || owner.id || ': other jobs depend on it';
+                END IF;
             END IF;
         END IF;
         -- Dependencies and parent (admission._resolve_external_targets).
@@ -1279,7 +1425,8 @@ BEGIN
                 WHERE j.namespace = namespace AND j.queue = queue
                   AND j.unique_key = unique_key;
             END IF;
-            PERFORM pgqueue._duplicated(namespace, queue, owner_id, owner_by);
+            PERFORM pgqueue._duplicated(namespace, queue, owner_id, owner_by,
+                                        CASE WHEN debounced THEN unique_key END);
             RETURN owner_id;
         END IF;
         -- A previous generation that finished while the insert waited: decide by it.

@@ -20,7 +20,7 @@ import asyncpg
 import pytest
 
 from pgqueue import jsontext
-from pgqueue.errors import ValidationError
+from pgqueue.errors import DuplicateJob, ValidationError
 from pgqueue.manager.models import AckItem
 from pgqueue.manager.options import build_job_spec
 from pgqueue.runtime import PostgresQueueManager
@@ -41,6 +41,26 @@ async def complete(m: PostgresQueueManager, job_id: str) -> None:
     assert claim.job.id == job_id
     [outcome] = await m.ack_batch([AckItem(job_id, claim.token, {"done": True})])
     assert outcome.applied
+
+
+def claimed(name: str, **opts: Any) -> Setup:
+    async def setup(m: PostgresQueueManager) -> dict[str, str]:
+        job_id = await push(m, name, **opts)
+        [claim] = await m.pull_batch("q", 1, owner="setup", lock_ttl_ms=30_000, timeout_ms=0)
+        assert claim.job.id == job_id
+        return {name: job_id}
+
+    return setup
+
+
+def awaited(name: str, **opts: Any) -> Setup:
+    """A job another job depends on."""
+
+    async def setup(m: PostgresQueueManager) -> dict[str, str]:
+        job_id = await push(m, name, **opts)
+        return {name: job_id, "dependent": await push(m, "dependent", depends_on=[job_id])}
+
+    return setup
 
 
 async def nothing(m: PostgresQueueManager) -> dict[str, str]:
@@ -124,6 +144,41 @@ CASES = [
         {"unique_key": "k", "dedup": {"ttl": 1_200_000, "extend": True}},
         setup=finished("k", unique_key="k", dedup={"ttl": 600_000}),
     ),
+    Case(
+        "replace-pending-owner",
+        {"unique_key": "k", "dedup": {"replace": True}},
+        setup=pushed("k", unique_key="k"),
+    ),
+    Case(
+        "replace-active-owner",
+        {"unique_key": "k", "dedup": {"replace": True, "ttl": 60_000}},
+        setup=claimed("k", unique_key="k"),
+    ),
+    Case(
+        "replace-finished-holder",
+        {"unique_key": "k", "dedup": {"replace": True}},
+        setup=finished("k", unique_key="k", dedup={"ttl": 600_000}),
+    ),
+    Case(
+        "replace-owner-with-dependents",
+        {"unique_key": "k", "dedup": {"replace": True}},
+        setup=awaited("k", unique_key="k"),
+    ),
+    Case("deduplication", {"deduplication": {"id": "k", "ttl": 600_000}}),
+    Case(
+        "deduplication-live",
+        {"deduplication": {"id": "k", "extend": True, "ttl": 1_200_000}},
+        setup=pushed("k", unique_key="k", dedup={"ttl": 600_000}),
+    ),
+    Case("debounce", {"debounce_id": "d", "debounce_ttl": 600_000}),
+    Case(
+        "debounce-live",
+        {"debounce_id": "d", "debounce_ttl": 600_000},
+        setup=pushed("d", debounce_id="d", debounce_ttl=600_000),
+    ),
+    Case("keep-count", {"remove_on_complete": 5, "remove_on_fail": {"age": 60, "count": 3}}),
+    Case("keep-none", {"remove_on_complete": 0, "remove_on_fail": {"count": 0}}),
+    Case("keep-age", {"remove_on_fail": {"age": 3600}}),
     Case("depends-on-live", {"depends_on": ["{a}"]}, setup=pushed("a"), refs=("a",)),
     Case("depends-on-completed", {"depends_on": ["{a}"]}, setup=finished("a"), refs=("a",)),
     Case("parent", {"parent_id": "{p}", "parent_queue": "q"}, setup=pushed("p"), refs=("p",)),
@@ -145,6 +200,15 @@ CASES = [
     Case("bad-depends-on", {"depends_on": "x"}),
     Case("missing-dependency", {"depends_on": ["nope"]}),
     Case("self-dependency", {"job_id": "me", "depends_on": ["me"]}),
+    Case("bad-dedup-key", {"unique_key": "k", "dedup": {"ttl": 5, "colour": 1}}),
+    Case("bad-deduplication-both", {"unique_key": "k", "deduplication": {"id": "k"}}),
+    Case("bad-deduplication-id", {"deduplication": {"ttl": 5}}),
+    Case("bad-deduplication-extend", {"deduplication": {"id": "k", "extend": True}}),
+    Case("bad-debounce-ttl", {"debounce_id": "d", "debounce_ttl": 0}),
+    Case("bad-keep", {"remove_on_complete": "yes"}),
+    Case("bad-keep-count", {"remove_on_complete": -1}),
+    Case("bad-keep-age", {"remove_on_fail": {"age": 1.5}}),
+    Case("bad-keep-key", {"remove_on_fail": {"days": 1}}),
     Case("missing-parent", {"parent_id": "nope", "parent_queue": "q"}),
 ]
 
@@ -299,6 +363,10 @@ async def test_the_sql_function_admits_as_the_engine_does(
                 outcomes[path] = ("refused", exc.message)
             except asyncpg.InvalidParameterValueError as exc:
                 outcomes[path] = ("refused", str(exc))
+            except DuplicateJob as exc:
+                outcomes[path] = ("duplicate", exc.message)
+            except asyncpg.UniqueViolationError as exc:
+                outcomes[path] = ("duplicate", str(exc))
             else:
                 labels = {**ids, "new": job_id} if job_id not in ids.values() else ids
                 outcomes[path] = ("admitted", [job_id in ids.values()])
@@ -312,9 +380,47 @@ async def test_the_sql_function_admits_as_the_engine_does(
                         job_id,
                     )
                     assert stored == jsontext.dumps(case.data)  # as sent, byte for byte
-            if outcomes[path][0] == "refused":
+            if outcomes[path][0] in ("refused", "duplicate"):
+                message = outcomes[path][1]
+                for label, known in ids.items():
+                    message = message.replace(known, f"<{label}>")
+                outcomes[path] = (outcomes[path][0], message)
                 assert await snapshot(db_dsn, ns, ids) == before, "a refused job wrote"
     assert outcomes["sql"] == outcomes["engine"]
+
+
+BULK = [
+    {"name": "first", "data": {"i": 1}, "opts": {"job_id": "b1", "priority": 2}},
+    {"name": "second", "data": [2], "opts": {"depends_on": ["b1"], "delay": 60_000}},
+    {"name": "third", "data": "3", "opts": {"unique_key": "u", "lifo": True}},
+    {"name": "again", "data": None, "opts": {"unique_key": "u"}},
+]
+
+
+async def test_the_bulk_form_admits_as_an_engine_batch_does(db_dsn: str, hints: Hints) -> None:
+    states = {}
+    for path in ("engine", "sql"):
+        ns = f"c{uuid.uuid4().hex[:10]}"
+        async with start_manager(db_dsn, ns, broker_id="setup") as m:
+            await hints.drain(db_dsn, ns)
+            if path == "engine":
+                specs = [
+                    build_job_spec("q", j["name"], j["data"], j["opts"], max_payload_bytes=1 << 20)
+                    for j in BULK
+                ]
+                ids = await m.push_specs(specs)
+            else:
+                ids = await sql_value(
+                    db_dsn,
+                    "SELECT pgqueue.enqueue_bulk($1, 'q', $2::json)",
+                    ns,
+                    jsontext.dumps(BULK),
+                )
+            labels = {f"job{i}": job_id for i, job_id in enumerate(ids) if job_id != "b1"}
+            hinted = {q for qs in await hints.drain(db_dsn, ns) for q in qs or ()}
+            assert ids[3] == ids[2]  # the second job of key u is the first one
+            states[path] = (ids[0], await snapshot(db_dsn, ns, labels), hinted)
+    assert states["sql"] == states["engine"]
 
 
 async def test_the_sql_function_in_a_rolled_back_transaction_leaves_nothing(
