@@ -9,11 +9,13 @@ import contextlib
 import json
 import uuid
 from collections.abc import AsyncIterator
+from typing import Any
 
 import asyncpg
 import psycopg
 import pytest
 from sqlalchemy import create_engine
+from sqlalchemy.ext.asyncio import create_async_engine
 from sqlalchemy.orm import Session
 
 from pgqueue import sync
@@ -300,3 +302,68 @@ async def test_concurrent_sql_pushes_of_one_custom_id_make_one_job(
     assert results == ["one"] * len(apps)
     count = "SELECT count(*) FROM pgqueue_jobs WHERE namespace = $1"
     assert await sql_value(db_dsn, count, namespace) == 1
+
+
+@pytest.mark.parametrize("mode", ["psycopg-sync", "sqlalchemy-sync"])
+def test_a_sync_worker_completes_in_its_sync_transaction(
+    mode: str, db_dsn: str, namespace: str
+) -> None:
+    engine = create_engine(sqlalchemy_url(db_dsn, "psycopg"))
+
+    def ship(job: Any) -> None:
+        order = f"shipped-{job.id}"
+        if mode == "psycopg-sync":
+            with psycopg.connect(db_dsn) as conn:
+                conn.execute(f"INSERT INTO {ORDERS} VALUES (%s, 'shipped')", (order,))
+                job.complete_in(conn, {"order": order})
+                conn.commit()
+        else:
+            with Session(engine) as session, session.begin():
+                session.add(Order(id=order, note="shipped"))
+                job.complete_in(session, {"order": order})
+
+    connection = url(db_dsn, namespace)
+    with sync.Queue("orders", connection) as queue, sync.Worker("orders", ship, connection):
+        job = queue.add("ship", {})
+        assert queue.wait_for(job, timeout=10) == {"order": f"shipped-{job.id}"}
+    engine.dispose()
+    with psycopg.connect(db_dsn) as conn:
+        row = conn.execute(
+            f"SELECT note FROM {ORDERS} WHERE id = %s", (f"shipped-{job.id}",)
+        ).fetchone()
+    assert row == ("shipped",)
+
+
+@pytest.mark.parametrize("driver", ["asyncpg", "psycopg"])
+async def test_a_sqlalchemy_async_connection_commits_or_rolls_back_the_job(
+    driver: str, db_dsn: str, transport: Transport
+) -> None:
+    queue = Queue("orders", transport)
+    engine = create_async_engine(sqlalchemy_url(db_dsn, driver))
+    try:
+        async with engine.connect() as conn:  # no begin(): the add begins it
+            kept = await queue.add("confirm", {}, connection=conn)
+            await conn.commit()
+            dropped = await queue.add("confirm", {}, connection=conn)
+            await conn.rollback()
+    finally:
+        await engine.dispose()
+    assert await queue.get_state(kept.id) == "waiting"
+    assert await queue.get_state(dropped.id) == "unknown"
+
+
+async def test_a_sqlalchemy_sync_connection_commits_or_rolls_back_the_job(
+    db_dsn: str, transport: Transport
+) -> None:
+    queue = Queue("orders", transport)
+    engine = create_engine(sqlalchemy_url(db_dsn, "psycopg"))
+    try:
+        with engine.connect() as conn:
+            kept = await queue.add("confirm", {}, connection=conn)
+            await asyncio.to_thread(conn.commit)
+            dropped = await queue.add("confirm", {}, connection=conn)
+            await asyncio.to_thread(conn.rollback)
+    finally:
+        engine.dispose()
+    assert await queue.get_state(kept.id) == "waiting"
+    assert await queue.get_state(dropped.id) == "unknown"
