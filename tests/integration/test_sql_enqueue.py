@@ -420,6 +420,8 @@ async def test_the_bulk_form_admits_as_an_engine_batch_does(db_dsn: str, hints: 
             hinted = {q for qs in await hints.drain(db_dsn, ns) for q in qs or ()}
             assert ids[3] == ids[2]  # the second job of key u is the first one
             states[path] = (ids[0], await snapshot(db_dsn, ns, labels), hinted)
+    for key in states["sql"][1]:
+        assert states["sql"][1][key] == states["engine"][1][key], key
     assert states["sql"] == states["engine"]
 
 
