@@ -16,11 +16,23 @@ from typing import Any, Self, TypeVar
 
 from pgqueue.client.connect import check_connection, open_transport
 from pgqueue.client.transport import Transport
-from pgqueue.errors import PgQueueError
+from pgqueue.errors import ConfigError, PgQueueError
 
-__all__ = ["Callback", "Emitter", "TransportOwner"]
+__all__ = ["Callback", "Emitter", "TransportOwner", "in_transaction_only"]
 
 log = logging.getLogger("pgqueue.client")
+
+
+def in_transaction_only(call: str) -> ConfigError:
+    """The error for a transactional call on a transport that cannot join the
+    application's transaction (TCP: the broker has its own connections)."""
+    return ConfigError(
+        f"{call} runs in your database transaction, which a broker over TCP cannot "
+        "join: use the embedded transport (connection='postgresql://...'), or enqueue "
+        "from your transaction with the SQL function pgqueue.enqueue(namespace, queue, "
+        "name, data, opts) (docs/transactions.md)"
+    )
+
 
 Callback = Callable[..., Any]
 C = TypeVar("C", bound=Callback)

@@ -28,6 +28,7 @@ from pgqueue.db.foreign import executor_for_connection
 from pgqueue.errors import IndeterminateCommit
 from pgqueue.manager.admission import admit_in
 from pgqueue.manager.completion import FailItem, complete_in
+from pgqueue.manager.flows import flatten
 from pgqueue.manager.models import AckItem
 from pgqueue.manager.options import JobSpec, build_job_spec
 from pgqueue.manager.reads import NO_RESULT
@@ -74,10 +75,17 @@ class EmbeddedTransport:
     async def push_in(self, connection: Any, queue: str, jobs: Sequence[JobInput]) -> list[str]:
         """Admit jobs inside the caller's open transaction on ``connection``."""
         specs = [self._spec(queue, job, f"jobs[{i}]: ") for i, job in enumerate(jobs)]
-        return await admit_in(self.manager.ctx, executor_for_connection(connection), specs)
+        executor = await executor_for_connection(connection)
+        return await admit_in(self.manager.ctx, executor, specs)
 
     async def push_flow(self, flow: Mapping[str, Any]) -> dict[str, Any]:
         return await self.manager.push_flow(flow)
+
+    async def push_flow_in(self, connection: Any, flow: Mapping[str, Any]) -> dict[str, Any]:
+        """Admit a flow inside the caller's open transaction on ``connection``."""
+        specs, tree = flatten(flow, max_payload_bytes=self.manager.config.max_payload_bytes)
+        await admit_in(self.manager.ctx, await executor_for_connection(connection), specs)
+        return tree
 
     # -- the worker loop --------------------------------------------------------
 
@@ -100,9 +108,8 @@ class EmbeddedTransport:
 
     async def complete_in(self, connection: Any, job_id: str, token: str, result: Any) -> None:
         """Complete a job inside the caller's open transaction on ``connection``."""
-        await complete_in(
-            self.manager.ctx, executor_for_connection(connection), job_id, token, result
-        )
+        executor = await executor_for_connection(connection)
+        await complete_in(self.manager.ctx, executor, job_id, token, result)
 
     async def fail(self, item: FailRequest) -> bool:
         [outcome] = await self.manager.fail_batch(

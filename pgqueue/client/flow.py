@@ -20,7 +20,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NotRequired, TypedDict
 
-from pgqueue.client._shared import TransportOwner
+from pgqueue.client._shared import TransportOwner, in_transaction_only
 from pgqueue.client.job import Job
 from pgqueue.client.options import JobOptions, check_job
 from pgqueue.client.transport import Transport
@@ -84,11 +84,19 @@ class FlowProducer(TransportOwner):
     def __init__(self, connection: str | Transport, **transport_options: Any) -> None:
         super().__init__(connection, transport_options)
 
-    async def add(self, flow: FlowJob | Mapping[str, Any]) -> JobNode:
-        """Add a flow atomically; the tree of its jobs, with their ids."""
+    async def add(self, flow: FlowJob | Mapping[str, Any], *, connection: Any = None) -> JobNode:
+        """Add a flow atomically; the tree of its jobs, with their ids.
+        ``connection``: add it inside that open transaction (embedded
+        transport only; docs/transactions.md)."""
         checked = _check(flow, "flow", 0)
         transport = await self.transport()
-        tree = await transport.push_flow(checked)
+        if connection is None:
+            tree = await transport.push_flow(checked)
+        else:
+            push_flow_in = getattr(transport, "push_flow_in", None)
+            if push_flow_in is None:
+                raise in_transaction_only("FlowProducer.add(..., connection=...)")
+            tree = await push_flow_in(connection, checked)
         return self._node(transport, checked, tree)
 
     async def add_bulk(self, flows: Sequence[FlowJob | Mapping[str, Any]]) -> list[JobNode]:

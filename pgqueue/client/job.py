@@ -14,6 +14,7 @@ import asyncio
 from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from pgqueue.client._shared import in_transaction_only
 from pgqueue.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -173,16 +174,16 @@ class Job:
 
     async def complete_in(self, connection: Any, result: Any = None) -> None:
         """Complete this job inside the caller's open transaction on ``connection``
-        (an asyncpg ``Connection`` or a psycopg ``AsyncConnection``): the
-        completion commits with the handler's own writes or not at all.  The
+        (asyncpg, psycopg async or sync, a SQLAlchemy session or connection):
+        the completion commits with the handler's own writes or not at all, and
+        a stale claim (lease lost, job re-claimed) raises, so the handler's
+        transaction rolls back.  The
         worker then does not ack the job (embedded transport only)."""
         if self.token is None:
             raise ConfigError("complete_in needs a job pulled by a Worker (it has no token)")
         complete_in = getattr(self._transport, "complete_in", None)
         if complete_in is None:
-            raise ConfigError(
-                "complete_in needs the embedded transport (connection='postgresql://...')"
-            )
+            raise in_transaction_only("complete_in")
         await complete_in(connection, self.id, self.token, result)
         self._completed_in = True
         self.returnvalue = result

@@ -6,8 +6,9 @@
 
 The same code talks to brokers with ``connection="pgqueue://host:6789"``.
 With the embedded transport, ``add(..., connection=conn)`` enqueues inside
-the application's own transaction on ``conn`` (asyncpg or psycopg): the job
-exists if and only if that transaction commits.
+the application's own transaction on ``conn`` (asyncpg, psycopg, or a
+SQLAlchemy session or connection): the job exists if and only if that
+transaction commits (docs/transactions.md).
 """
 
 from __future__ import annotations
@@ -16,14 +17,14 @@ import asyncio
 from collections.abc import Mapping, Sequence
 from typing import Any, NotRequired, TypedDict, Unpack
 
-from pgqueue.client._shared import TransportOwner
+from pgqueue.client._shared import TransportOwner, in_transaction_only
 from pgqueue.client.events import QueueEvent, QueueEvents
 from pgqueue.client.job import Job
 from pgqueue.client.options import JobOptions, RepeatOptions, check_job, merge_options
 from pgqueue.client.schedulers import JobScheduler, SchedulerTemplate, scheduler_input
 from pgqueue.client.transport import DlqRedrive, JobInput, Transport
 from pgqueue.config import MAX_PAYLOAD_BYTES_DEFAULT
-from pgqueue.errors import ConfigError, JobFailed, JobNotFound, ValidationError
+from pgqueue.errors import JobFailed, JobNotFound, ValidationError
 from pgqueue.vocabulary.names import validate_job_id, validate_queue_name
 
 __all__ = ["MAX_BULK", "BulkJob", "Queue"]
@@ -147,10 +148,7 @@ class Queue(TransportOwner):
     ) -> list[str]:
         push_in = getattr(transport, "push_in", None)
         if push_in is None:
-            raise ConfigError(
-                "add(..., connection=...) enqueues in your transaction and needs the "
-                "embedded transport (connection='postgresql://...')"
-            )
+            raise in_transaction_only("add(..., connection=...)")
         ids: list[str] = await push_in(connection, self.name, jobs)
         return ids
 

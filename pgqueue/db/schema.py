@@ -50,6 +50,7 @@ KNOWN_REVISIONS = (
     "0013",
     "0017",
     "0022",
+    "0020",
 )
 SCHEMA_VERSION = KNOWN_REVISIONS[-1]
 # The first revision that declares, in ``pgqueue_schema_compat``, the oldest pgqueue

@@ -11,7 +11,8 @@ functions (``pg_get_functiondef``), sequences, tables (columns with type,
 collation, default or generation expression, NOT NULL; storage options),
 constraints (``pg_get_constraintdef``), indexes (``pg_get_indexdef``),
 triggers and views -- each kind sorted by name, every name qualified with the
-schema (as pg_dump does).  Never data: the alembic version table is there, its
+schema (as pg_dump does) -- and the SQL API, the functions of the schema
+``pgqueue`` (``pgqueue.enqueue``).  Never data: the alembic version table is there, its
 row is not.  The text is valid SQL that recreates the same schema in an empty
 database.  Partitioned or inheriting tables are refused, not half-dumped.
 
@@ -94,6 +95,7 @@ def _render(conn: psycopg.Connection[Any], schema: str, prefix: str) -> str:
     # A PL/pgSQL function may return a table's row type: it comes after the tables (its
     # body is checked only when it runs).  SQL functions come first: columns use them.
     on_tables = [f for f in functions if "LANGUAGE plpgsql" in f]
+    api = [_function(row) for row in _rows(conn, Q.catalog_api_functions)]
     sections: list[tuple[str, list[str]]] = [
         ("Functions", [f for f in functions if f not in on_tables]),
         ("Sequences", [_sequence(prefix, row) for row in sequences]),
@@ -119,6 +121,10 @@ def _render(conn: psycopg.Connection[Any], schema: str, prefix: str) -> str:
         ("Foreign keys", [_constraint(prefix, c) for c in constraints if c["type"] == "f"]),
         ("Indexes", [f"{row['definition']};" for row in _rows(conn, Q.catalog_indexes, schema)]),
         ("Triggers", [f"{row['definition']};" for row in _rows(conn, Q.catalog_triggers, schema)]),
+        (
+            "The SQL API (schema pgqueue)",
+            (["CREATE SCHEMA pgqueue;"] if api else []) + api,
+        ),
         (
             "Views",
             [

@@ -61,7 +61,10 @@ def _plan(specs: Sequence[JobSpec]) -> _Plan:
     plan = _Plan(specs, ids, [0] * len(specs), [False] * len(specs))
     if not any(s.depends_on or s.parent_id for s in specs):
         return plan
-    index = {job_id: i for i, job_id in enumerate(ids)}
+    index: dict[str, int] = {}
+    for i, job_id in enumerate(ids):
+        # A custom id given twice: the first is the one inserted (and flagged).
+        index.setdefault(job_id, i)
     for i, spec in enumerate(specs):
         for target in dict.fromkeys(spec.depends_on):
             if target == ids[i]:

@@ -14,6 +14,18 @@ JOIN pg_namespace n ON n.oid = p.pronamespace
 WHERE n.nspname = $1 AND p.proname LIKE 'pgqueue\_%'
 ORDER BY p.proname, arguments
 
+-- name: catalog_api_functions
+-- The SQL API: every function of the schema named pgqueue (pgqueue.enqueue and
+-- its helpers, migration 0020), with their definitions.
+SELECT p.proname AS name,
+       pg_get_function_identity_arguments(p.oid) AS arguments,
+       p.prokind AS kind,
+       CASE WHEN p.prokind IN ('f', 'p') THEN pg_get_functiondef(p.oid) END AS definition
+FROM pg_proc p
+JOIN pg_namespace n ON n.oid = p.pronamespace
+WHERE n.nspname = 'pgqueue'
+ORDER BY p.proname, arguments
+
 -- name: catalog_sequences
 -- Sequences named pgqueue_* in schema $1 (not those behind identity columns),
 -- with the column that owns each one, if any.

@@ -51,6 +51,23 @@ async def test_depends_on_can_name_a_custom_id_in_the_same_batch(
     assert await _run_one(manager, "q") == ids[0]
 
 
+async def test_a_custom_id_twice_in_a_batch_still_releases_its_dependent(
+    manager: PostgresQueueManager,
+) -> None:
+    ids = await manager.push_bulk(
+        "q",
+        [
+            {"name": "first", "data": 1, "job_id": "twice"},
+            {"name": "second", "data": 2, "depends_on": ["twice"]},
+            {"name": "first again", "data": 3, "job_id": "twice"},
+        ],
+    )
+    assert ids[0] == ids[2] == "twice"
+    assert await manager.get_state(ids[1]) == "waiting-children"
+    assert await _run_one(manager, "q") == "twice"
+    assert await manager.get_state(ids[1]) == "waiting"
+
+
 async def test_a_dependency_cycle_is_refused(manager: PostgresQueueManager) -> None:
     with pytest.raises(DependencyNotFound, match="cycle"):
         await manager.push_bulk(
