@@ -57,7 +57,7 @@ class ReapReport:
 
 async def _stall_settings(tx: Executor, ctx: EngineContext, rows: list[Row]) -> dict[str, Any]:
     queues = sorted({row["queue"] for row in rows})
-    configs = await tx.fetch(Q.queue_stall_configs, ctx.namespace, queues)
+    configs = await tx.fetch(Q.queue_stall_configs, namespace=ctx.namespace, queues=queues)
     return {row["queue"]: orjson.loads(row["stall_config"]) for row in configs}
 
 
@@ -84,7 +84,9 @@ class _Batch:
 async def _reap_leases_in(
     tx: Executor, *, ctx: EngineContext, report: ReapReport, now: datetime | None
 ) -> _Batch:
-    rows = await tx.fetch(Q.job_lock_expired_leases, ctx.namespace, ctx.config.reaper_batch, now)
+    rows = await tx.fetch(
+        Q.job_lock_expired_leases, namespace=ctx.namespace, limit=ctx.config.reaper_batch, now=now
+    )
     if not rows:
         return _Batch(0, 0)
     settings = await _stall_settings(tx, ctx, rows)
@@ -176,7 +178,9 @@ async def _reap_leases_in(
 async def _reap_ttl_in(
     tx: Executor, *, ctx: EngineContext, report: ReapReport, now: datetime | None
 ) -> _Batch:
-    rows = await tx.fetch(Q.job_lock_expired_ttl, ctx.namespace, ctx.config.reaper_batch, now)
+    rows = await tx.fetch(
+        Q.job_lock_expired_ttl, namespace=ctx.namespace, limit=ctx.config.reaper_batch, now=now
+    )
     applied = 0
     if rows:
         done = await dead_letter_locked(
@@ -250,8 +254,8 @@ class Reaper(Service):
                 if self._elector.is_leader.is_set() and self.sweeps % purge_every == 0:
                     await self._ctx.db.execute(
                         Q.session_purge_stale,
-                        self._ctx.namespace,
-                        self._ctx.config.session_stale_ms * 2,
+                        namespace=self._ctx.namespace,
+                        stale_ms=self._ctx.config.session_stale_ms * 2,
                     )
                 self.swept.set()
             except PgQueueError as exc:
