@@ -99,17 +99,6 @@ HOUR_MS = 3_600_000
 DAY_MS = 24 * HOUR_MS
 
 
-async def make_due(dsn: str, namespace: str, job_id: str) -> None:
-    """Make a delayed job due now."""
-    await sql(
-        dsn,
-        "UPDATE pgqueue_jobs SET run_at = clock_timestamp() - interval '1 millisecond'"
-        " WHERE namespace = $1 AND id = $2",
-        namespace,
-        job_id,
-    )
-
-
 async def count_rows(dsn: str, table: str, namespace: str) -> int:
     assert table.startswith("pgqueue_") and table.isidentifier()
     return int(

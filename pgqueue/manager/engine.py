@@ -18,6 +18,7 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
+from datetime import datetime
 from typing import Any, Self
 
 from pgqueue.config import Config
@@ -236,12 +237,14 @@ class QueueEngine(ControlOps, DlqOps, LimitOps, WebhookOps, CronOps, ManagerBase
         lock_ttl_ms: int | None = None,
         timeout_ms: int = 0,
         group: claim.GroupDefaults | None = None,
+        now: datetime | None = None,
     ) -> claim.Claims:
         """Claim up to ``count`` jobs, long-polling up to ``timeout_ms`` for the first.
 
         ``group`` gives limits to job groups that have none of their own (PULL's
         ``group`` field); ``retry_after_ms`` on the result says when a full rate
-        window reopens."""
+        window reopens.  ``now`` judges due-ness at that instant instead of the
+        database clock (tests move time with it; None in production)."""
         return await claim.pull_batch(
             self.ctx,
             queue,
@@ -250,6 +253,7 @@ class QueueEngine(ControlOps, DlqOps, LimitOps, WebhookOps, CronOps, ManagerBase
             lock_ttl_ms=lock_ttl_ms,
             timeout_ms=timeout_ms,
             group=group,
+            now=now,
         )
 
     async def pull(

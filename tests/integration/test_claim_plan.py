@@ -80,7 +80,7 @@ def backlog(db_dsn: str) -> Backlog:
     return asyncio.run(_seed(db_dsn))
 
 
-def claim_args(backlog: Backlog) -> dict[str, Any]:
+def claim_args(backlog: Backlog, now: datetime | None = None) -> dict[str, Any]:
     return dict(
         namespace=NAMESPACE,
         queue="emails",
@@ -90,6 +90,7 @@ def claim_args(backlog: Backlog) -> dict[str, Any]:
         session_id=backlog.session_id,
         lease_ms=30_000,
         default_lease_ms=30_000,
+        now=now,
     )
 
 
@@ -131,6 +132,17 @@ async def test_the_claim_reads_the_claim_index_in_order_and_locks_under_the_limi
     [locking] = [n for n in walk(plan) if n["Node Type"] == "LockRows"]
     [limit] = [n for n in walk(plan) if n["Node Type"] == "Limit" and locking in n["Plans"]]
     assert limit["Plans"][-1] is locking, "LIMIT sits directly above the lock"
+
+
+@pytest.mark.parametrize("plan_cache_mode", ["force_custom_plan", "force_generic_plan"])
+async def test_the_claim_keeps_the_claim_index_under_a_moved_clock(
+    backlog: Backlog, plan_cache_mode: str
+) -> None:
+    """The injected clock (``coalesce(:now, statement_timestamp())``) does not change the plan."""
+    later = datetime.now(UTC) + timedelta(hours=1)
+    async with planner(backlog.dsn, plan_cache_mode) as conn:
+        plan = await explain(conn, Q.job_claim_batch, **claim_args(backlog, now=later))
+    assert claim_plan_problems(plan) == [], json.dumps(plan, indent=1)
 
 
 async def test_the_plan_check_rejects_a_claim_without_its_index(backlog: Backlog) -> None:

@@ -185,6 +185,7 @@ async def test_the_plain_claim_of_a_grouped_or_limited_queue_only_probes_an_inde
             session_id=backlog.session_id,
             lease_ms=30_000,
             default_lease_ms=30_000,
+            now=None,
         )
     finally:
         await conn.close()
