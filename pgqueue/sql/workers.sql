@@ -53,12 +53,14 @@ WITH removed AS (
 SELECT count(*)::int AS removed FROM removed
 
 -- name: worker_list
--- Parameters, in order: :namespace, :worker_timeout_ms, :limit.
--- Registered workers with the database clock and whether each was seen in
--- the last :worker_timeout_ms.  :namespace, :limit.
-SELECT w.*, statement_timestamp() AS now,
-       w.last_seen > statement_timestamp() - :worker_timeout_ms::bigint * interval '1 millisecond' AS active
-FROM pgqueue_workers w
+-- Parameters, in order: :namespace, :worker_timeout_ms, :limit, :now.
+-- Registered workers with the clock and whether each was seen in the last
+-- :worker_timeout_ms before it.  :namespace, :limit; :now the clock (NULL: the
+-- database clock; a test passes a later instant to move time).
+SELECT w.*, c.now,
+       w.last_seen > c.now - :worker_timeout_ms::bigint * interval '1 millisecond' AS active
+FROM pgqueue_workers w,
+     (SELECT coalesce(:now::timestamptz, statement_timestamp()) AS now) c
 WHERE w.namespace = :namespace
 ORDER BY w.registered_at, w.worker_id
 LIMIT :limit

@@ -15,6 +15,7 @@ The dictionaries returned use bunqueue's wire names (``workerId``,
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import datetime
 from typing import Any
 
 from pgqueue.db.executor import Row
@@ -158,10 +159,13 @@ async def unregister_client_workers(ctx: EngineContext, client_id: str) -> int:
     )
 
 
-async def list_workers(ctx: EngineContext) -> tuple[list[dict[str, Any]], dict[str, int]]:
+async def list_workers(
+    ctx: EngineContext, now: datetime | None = None
+) -> tuple[list[dict[str, Any]], dict[str, int]]:
     """Registered workers (oldest first, with ``uptime`` and ``active``) and totals.
 
-    Totals follow bunqueue: ``total``, ``active`` (seen within 30 s),
+    Totals follow bunqueue: ``total``, ``active`` (seen within 30 s of ``now``;
+    None: the database clock, tests move time with it),
     ``totalProcessed``, ``totalFailed``, ``activeJobs`` and ``concurrencySlots``
     (of the active workers).
     """
@@ -170,6 +174,7 @@ async def list_workers(ctx: EngineContext) -> tuple[list[dict[str, Any]], dict[s
         namespace=ctx.namespace,
         worker_timeout_ms=WORKER_TIMEOUT_MS,
         limit=MAX_LISTED_WORKERS,
+        now=now,
     )
     workers = [_worker_dict(row, active=bool(row["active"])) for row in rows]
     stats = {
