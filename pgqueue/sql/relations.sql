@@ -116,20 +116,24 @@ WHERE j.namespace = :namespace AND j.parent_id = ANY(:removed_all::text[])
 RETURNING j.id
 
 -- name: job_unique_key_owner
--- Parameters, in order: :namespace, :queue, :key.
--- The job holding the deduplication key :key of queue :queue: a live job (a key
--- whose TTL has passed is held by nobody) or a finished one whose key's TTL
--- outlives it.  :namespace.
+-- Parameters, in order: :namespace, :queue, :key, :now.
+-- The job holding the deduplication key :key of queue :queue at :now (NULL:
+-- the database clock; a test passes a later instant to move time): a live job
+-- (a key whose TTL has passed is held by nobody) or a finished one whose key's
+-- TTL outlives it.  :namespace.
+WITH clock AS (
+    SELECT coalesce(:now::timestamptz, statement_timestamp()) AS now
+)
 SELECT o.id FROM (
     SELECT j.id
     FROM pgqueue_jobs j
     WHERE j.namespace = :namespace AND j.queue = :queue AND j.unique_key = :key
-      AND (j.unique_expires_at IS NULL OR j.unique_expires_at > statement_timestamp())
+      AND (j.unique_expires_at IS NULL OR j.unique_expires_at > (SELECT now FROM clock))
     UNION ALL
     SELECT f.id
     FROM pgqueue_finished f
     WHERE f.namespace = :namespace AND f.queue = :queue AND f.unique_key = :key
-      AND f.unique_expires_at > statement_timestamp()
+      AND f.unique_expires_at > (SELECT now FROM clock)
 ) AS o
 LIMIT 1
 

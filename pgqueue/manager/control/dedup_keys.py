@@ -8,6 +8,8 @@ admitted as a new job.
 
 from __future__ import annotations
 
+from datetime import datetime
+
 from pgqueue.db.queries import Q
 from pgqueue.manager.context import EngineContext
 from pgqueue.vocabulary.names import validate_job_id, validate_queue_name
@@ -15,12 +17,15 @@ from pgqueue.vocabulary.names import validate_job_id, validate_queue_name
 __all__ = ["deduplication_job_id", "remove_deduplication_key", "remove_job_deduplication_key"]
 
 
-async def deduplication_job_id(ctx: EngineContext, queue: str, key: str) -> str | None:
-    """The id of the live job holding ``key`` in ``queue``; None when nobody does."""
+async def deduplication_job_id(
+    ctx: EngineContext, queue: str, key: str, now: datetime | None = None
+) -> str | None:
+    """The id of the job holding ``key`` in ``queue`` at ``now`` (None: the
+    database clock; tests move time with it); None when nobody does."""
     validate_queue_name(queue)
     validate_job_id(key, "deduplicationId")
     row = await ctx.db.fetchrow(
-        Q.job_unique_key_owner, namespace=ctx.namespace, queue=queue, key=key
+        Q.job_unique_key_owner, namespace=ctx.namespace, queue=queue, key=key, now=now
     )
     return None if row is None else str(row["id"])
 
