@@ -53,17 +53,13 @@ WITH clock AS (
     UPDATE pgqueue_jobs j
     SET state = 'active',
         fence = j.fence + 1,
-        lease_token = (j.fence + 1)::text || ':'
-            || md5(j.token_salt::text || ':' || (j.fence + 1)::text)::uuid::text,
+        lease_token = pgqueue_lease_token(j.fence + 1, j.token_salt),
         lease_owner = :owner,
         lease_broker = :broker_id,
         lease_session = :session_id::uuid,
         started_at = statement_timestamp(),
-        lease_until = statement_timestamp()
-            + least(greatest(1, s.lease_ms, s.grace_ms),
-                    coalesce(j.timeout_ms, 9223372036854775807),
-                    coalesce(j.stall_timeout_ms, greatest(1, s.lease_ms, s.grace_ms)))
-              * interval '1 millisecond'
+        lease_until = pgqueue_lease_until(statement_timestamp(), s.lease_ms, s.grace_ms,
+                                          j.timeout_ms, j.stall_timeout_ms)
     FROM locked, settings s
     WHERE j.namespace = :namespace AND j.id = locked.id
     RETURNING j.*

@@ -226,8 +226,7 @@ SELECT i.ord, i.id,
        f.state AS finished_state,
        coalesce(t.fence BETWEEN 1 AND f.fence
                 AND (f.token_salt IS NULL
-                     OR i.token = t.fence::text || ':'
-                        || md5(f.token_salt::text || ':' || t.fence::text)::uuid::text),
+                     OR i.token = pgqueue_lease_token(t.fence, f.token_salt)),
                 false) AS token_issued,
        (j.state = 'active' AND j.lease_token = i.token
         AND j.lease_until > statement_timestamp()) AS lease_valid,
