@@ -145,6 +145,20 @@ async def test_the_claim_keeps_the_claim_index_under_a_moved_clock(
     assert claim_plan_problems(plan) == [], json.dumps(plan, indent=1)
 
 
+@pytest.mark.parametrize("plan_cache_mode", ["force_custom_plan", "force_generic_plan"])
+async def test_the_lease_functions_are_inlined_into_the_claim(
+    backlog: Backlog, plan_cache_mode: str
+) -> None:
+    """pgqueue_lease_token / pgqueue_lease_until (migration 0018) are one-expression
+    SQL functions: the plan computes their expressions, it calls no function."""
+    args = Q.job_claim_batch.arguments((), claim_args(backlog))
+    async with planner(backlog.dsn, plan_cache_mode) as conn:
+        rows = await conn.fetch("EXPLAIN (VERBOSE) " + Q.job_claim_batch.sql, *args)
+    text = "\n".join(row[0] for row in rows)
+    assert "md5(" in text, text
+    assert "pgqueue_lease_" not in text, text
+
+
 async def test_the_plan_check_rejects_a_claim_without_its_index(backlog: Backlog) -> None:
     async with planner(backlog.dsn) as conn:
         tx = conn.transaction()
