@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 
 import orjson
 
@@ -171,17 +172,20 @@ def _needs_transaction(plan: _Plan) -> bool:
     return any(s.custom_id is not None or s.unique_key is not None for s in plan.specs)
 
 
-async def admit(ctx: EngineContext, specs: Sequence[JobSpec]) -> list[str]:
+async def admit(
+    ctx: EngineContext, specs: Sequence[JobSpec], now: datetime | None = None
+) -> list[str]:
     """Admit ``specs`` atomically; return one id per spec, in order.
 
     A spec whose custom id or unique key names a live job, or whose custom id
     names a retained finished job, gets that job's id (and nothing is written
-    for it but a ``duplicated`` event).
+    for it but a ``duplicated`` event).  ``now``: the instant unique keys' TTLs
+    are judged at (None: the database clock; tests move time with it).
     """
     if not specs:
         return []
     if any(s.repeat is not None for s in specs):
-        return await in_transaction(ctx.db, lambda tx: admit_in(ctx, tx, specs))
+        return await in_transaction(ctx.db, lambda tx: admit_in(ctx, tx, specs, now))
     plan = _plan(specs)
     ns = ctx.namespace
     if not _needs_transaction(plan):
@@ -189,10 +193,12 @@ async def admit(ctx: EngineContext, specs: Sequence[JobSpec]) -> list[str]:
         if len(inserted) != len(plan.ids):  # pragma: no cover - fresh UUIDv7s never collide
             raise DuplicateJob("a generated job id collided; retry the push")
         return plan.ids
-    return await in_transaction(ctx.db, lambda tx: _admit_in(tx, ns, plan))
+    return await in_transaction(ctx.db, lambda tx: _admit_in(tx, ns, plan, now))
 
 
-async def admit_in(ctx: EngineContext, tx: Executor, specs: Sequence[JobSpec]) -> list[str]:
+async def admit_in(
+    ctx: EngineContext, tx: Executor, specs: Sequence[JobSpec], now: datetime | None = None
+) -> list[str]:
     """Admit ``specs`` on ``tx``, a transaction the caller owns (it commits them).
 
     A repeatable job (``repeat``) is admitted as the first run of its
@@ -201,10 +207,10 @@ async def admit_in(ctx: EngineContext, tx: Executor, specs: Sequence[JobSpec]) -
         return []
     if any(s.repeat is not None for s in specs):
         specs = await schedule_repeats_in(ctx, tx, specs)
-    return await _admit_in(tx, ctx.namespace, _plan(specs))
+    return await _admit_in(tx, ctx.namespace, _plan(specs), now)
 
 
-async def _admit_in(tx: Executor, ns: str, plan: _Plan) -> list[str]:
+async def _admit_in(tx: Executor, ns: str, plan: _Plan, now: datetime | None = None) -> list[str]:
     specs = plan.specs
     custom_ids = [s.custom_id for s in specs if s.custom_id is not None]
     retained: set[str] = set()
@@ -221,8 +227,9 @@ async def _admit_in(tx: Executor, ns: str, plan: _Plan) -> list[str]:
             namespace=ns,
             queues=[specs[i].queue for i in keyed],
             unique_keys=[specs[i].unique_key for i in keyed],
+            now=now,
         )
-        held = await _finished_holders(tx, ns, plan, keyed)
+        held = await _finished_holders(tx, ns, plan, keyed, now)
         for i in keyed:
             if specs[i].dedup_mode == "replace" and i not in held:
                 await _replace_owner(tx, ns, specs[i])
@@ -233,7 +240,9 @@ async def _admit_in(tx: Executor, ns: str, plan: _Plan) -> list[str]:
     if custom_ids:
         await _check_no_finished_twin(tx, ns, [i for i in custom_ids if i in inserted])
     if keyed:
-        await _check_no_finished_holder(tx, ns, plan, [i for i in keyed if plan.ids[i] in inserted])
+        await _check_no_finished_holder(
+            tx, ns, plan, [i for i in keyed if plan.ids[i] in inserted], now
+        )
     result = list(plan.ids)
     for i, holder in held.items():
         result[i] = holder
@@ -249,7 +258,9 @@ async def _admit_in(tx: Executor, ns: str, plan: _Plan) -> list[str]:
     return result
 
 
-async def _finished_holders(tx: Executor, ns: str, plan: _Plan, keyed: list[int]) -> dict[int, str]:
+async def _finished_holders(
+    tx: Executor, ns: str, plan: _Plan, keyed: list[int], now: datetime | None
+) -> dict[int, str]:
     """The specs (index -> holder id) whose unique key a finished job still holds
     (a dedup TTL outlives its job).  An ``extend`` moves the holder's deadline;
     a ``replace`` takes the key from it (the spec is admitted, not in the map)."""
@@ -259,6 +270,7 @@ async def _finished_holders(tx: Executor, ns: str, plan: _Plan, keyed: list[int]
         namespace=ns,
         queues=[specs[i].queue for i in keyed],
         unique_keys=[specs[i].unique_key for i in keyed],
+        now=now,
     )
     held: dict[int, str] = {}
     released: list[str] = []
@@ -282,7 +294,7 @@ async def _finished_holders(tx: Executor, ns: str, plan: _Plan, keyed: list[int]
 
 
 async def _check_no_finished_holder(
-    tx: Executor, ns: str, plan: _Plan, inserted: list[int]
+    tx: Executor, ns: str, plan: _Plan, inserted: list[int], now: datetime | None
 ) -> None:
     """A unique key just taken must not be held by a finished job: one is when
     the key's live owner finished (keeping its TTL) while our insert waited for
@@ -295,6 +307,7 @@ async def _check_no_finished_holder(
         namespace=ns,
         queues=[specs[i].queue for i in inserted],
         unique_keys=[specs[i].unique_key for i in inserted],
+        now=now,
     )
     if rows:
         raise TransientConflict("the owner of this unique key finished meanwhile")

@@ -199,9 +199,12 @@ class QueueEngine(ControlOps, DlqOps, LimitOps, WebhookOps, CronOps, ManagerBase
         specs = bulk_specs(queue, jobs, max_payload_bytes=self.config.max_payload_bytes)
         return await admission.admit(self.ctx, specs)
 
-    async def push_specs(self, specs: Sequence[JobSpec]) -> list[str]:
-        """Admit validated specs (any queues) atomically."""
-        return await admission.admit(self.ctx, specs)
+    async def push_specs(
+        self, specs: Sequence[JobSpec], *, now: datetime | None = None
+    ) -> list[str]:
+        """Admit validated specs (any queues) atomically; ``now`` judges unique
+        keys' TTLs at that instant (tests move time with it; None in production)."""
+        return await admission.admit(self.ctx, specs, now)
 
     async def push_flow(self, flow: Mapping[str, Any]) -> dict[str, Any]:
         """Admit a parent and its children (nested) atomically.

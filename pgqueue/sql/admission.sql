@@ -146,26 +146,28 @@ SELECT r.id FROM finished r WHERE NOT r.removed OR r.needed
 SELECT id FROM pgqueue_finished WHERE namespace = :namespace AND id = ANY(:inserted_custom_ids::text[])
 
 -- name: job_unique_keys_release_expired
--- Free live unique keys whose dedup TTL has passed, so a new job may take them.
--- :namespace, :queues, :unique_keys (aligned).
+-- Free live unique keys whose dedup TTL has passed at :now (NULL: the database
+-- clock; a test passes a later instant to move time), so a new job may take
+-- them.  :namespace, :queues, :unique_keys (aligned).
 UPDATE pgqueue_jobs j
 SET unique_key = NULL, unique_expires_at = NULL
 FROM unnest(:queues::text[], :unique_keys::text[]) AS k(queue, unique_key)
 WHERE j.namespace = :namespace AND j.queue = k.queue AND j.unique_key = k.unique_key
-  AND j.unique_expires_at <= statement_timestamp()
+  AND j.unique_expires_at <= coalesce(:now::timestamptz, statement_timestamp())
 
 -- name: job_unique_keys_held_finished
 -- Finished jobs that still hold a unique key: one pushed with a dedup TTL
 -- keeps it until the deadline, also after it finished (BullMQ's throttle
 -- mode).  The holders are locked (an extend or a replace of the same key
--- waits).  :namespace, :queues, :unique_keys (aligned).  Returns ord
--- (1-based position in the arrays) and the holder's id.
+-- waits).  :namespace, :queues, :unique_keys (aligned), :now the clock the
+-- deadline is judged at (NULL: the database clock).  Returns ord (1-based
+-- position in the arrays) and the holder's id.
 SELECT k.ord, h.id
 FROM unnest(:queues::text[], :unique_keys::text[]) WITH ORDINALITY AS k(queue, unique_key, ord)
 CROSS JOIN LATERAL (
     SELECT f.id FROM pgqueue_finished f
     WHERE f.namespace = :namespace AND f.queue = k.queue AND f.unique_key = k.unique_key
-      AND f.unique_expires_at > statement_timestamp()
+      AND f.unique_expires_at > coalesce(:now::timestamptz, statement_timestamp())
     ORDER BY f.unique_expires_at DESC
     LIMIT 1
     FOR UPDATE

@@ -43,9 +43,7 @@ async def test_lifo_jobs_come_out_newest_first(manager: PostgresQueueManager) ->
     assert [c.id for c in claims] == list(reversed(ids))
 
 
-async def test_delayed_job_is_not_claimed_before_it_is_due(
-    manager: PostgresQueueManager, db_dsn: str, namespace: str
-) -> None:
+async def test_delayed_job_is_not_claimed_before_it_is_due(manager: PostgresQueueManager) -> None:
     job_id = await manager.push("q", "later", None, delay=60_000)
     assert await manager.get_state(job_id) == "delayed"
     assert await manager.pull_batch("q", 10) == []
@@ -53,9 +51,7 @@ async def test_delayed_job_is_not_claimed_before_it_is_due(
     assert [c.id for c in await manager.pull_batch("q", 10, now=later)] == [job_id]
 
 
-async def test_ttl_expired_job_is_not_claimed(
-    manager: PostgresQueueManager, db_dsn: str, namespace: str
-) -> None:
+async def test_ttl_expired_job_is_not_claimed(manager: PostgresQueueManager) -> None:
     await manager.push("q", "n", None, ttl=60_000)
     assert await manager.pull_batch("q", 10, now=clock_ahead(60_001)) == []
 

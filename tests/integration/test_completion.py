@@ -122,7 +122,7 @@ async def test_remove_on_complete_hides_the_job_but_keeps_its_completion(
 
 
 async def test_failure_retries_with_exponential_backoff_on_the_database_clock(
-    manager: PostgresQueueManager, db_dsn: str, namespace: str
+    manager: PostgresQueueManager, db_dsn: str
 ) -> None:
     """G5: retry n is due at db_now + base * 2^(n-1)."""
     job_id = await manager.push(

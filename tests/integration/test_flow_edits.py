@@ -207,7 +207,7 @@ async def test_remove_unprocessed_children_of_an_unknown_or_childless_job(
 
 
 async def test_deduplication_key_owner_is_the_live_job_holding_it(
-    manager: PostgresQueueManager, db_dsn: str, namespace: str
+    manager: PostgresQueueManager,
 ) -> None:
     owner = await manager.push("q", "a", 1, unique_key="user-7", dedup={"ttl": 60_000})
     assert await manager.get_deduplication_job_id("q", "user-7") == owner

@@ -53,7 +53,7 @@ async def test_registering_again_updates_the_worker_and_keeps_its_counters(
 
 
 async def test_worker_heartbeat_records_counters_and_refreshes_liveness(
-    manager: PostgresQueueManager, db_dsn: str, namespace: str
+    manager: PostgresQueueManager,
 ) -> None:
     await manager.register_worker("w1", "w", ["q"], concurrency=3)
     [stale], _ = await manager.list_workers(now=clock_ahead(60_000))
