@@ -24,6 +24,26 @@ CREATE OR REPLACE FUNCTION public.pgqueue_epoch_us(ts timestamp with time zone)
  IMMUTABLE PARALLEL SAFE STRICT
 RETURN ((EXTRACT(epoch FROM ts) * (1000000)::numeric))::bigint;
 
+CREATE OR REPLACE FUNCTION public.pgqueue_lease_token(p_fence bigint, p_salt uuid)
+ RETURNS text
+ LANGUAGE sql
+ IMMUTABLE PARALLEL SAFE
+AS $function$
+    SELECT p_fence::text || ':' || md5(p_salt::text || ':' || p_fence::text)::uuid::text
+$function$;
+
+CREATE OR REPLACE FUNCTION public.pgqueue_lease_until(p_now timestamp with time zone, p_lease_ms bigint, p_grace_ms bigint, p_timeout_ms bigint, p_stall_timeout_ms bigint)
+ RETURNS timestamp with time zone
+ LANGUAGE sql
+ STABLE PARALLEL SAFE
+AS $function$
+    SELECT p_now
+        + least(greatest(1, p_lease_ms, p_grace_ms),
+                coalesce(p_timeout_ms, 9223372036854775807),
+                coalesce(p_stall_timeout_ms, greatest(1, p_lease_ms, p_grace_ms)))
+          * interval '1 millisecond'
+$function$;
+
 -- Sequences
 
 CREATE SEQUENCE public.pgqueue_dlq_audit_id_seq AS bigint
@@ -620,17 +640,13 @@ BEGIN
         UPDATE pgqueue_jobs j
         SET state = 'active',
             fence = j.fence + 1,
-            lease_token = (j.fence + 1)::text || ':'
-                || md5(j.token_salt::text || ':' || (j.fence + 1)::text)::uuid::text,
+            lease_token = pgqueue_lease_token(j.fence + 1, j.token_salt),
             lease_owner = p_owner,
             lease_broker = p_broker,
             lease_session = p_session,
             started_at = v_now,
-            lease_until = v_now
-                + least(greatest(1, v_lease_ms, v_grace_ms),
-                        coalesce(j.timeout_ms, 9223372036854775807),
-                        coalesce(j.stall_timeout_ms, greatest(1, v_lease_ms, v_grace_ms)))
-                  * interval '1 millisecond'
+            lease_until = pgqueue_lease_until(v_now, v_lease_ms, v_grace_ms,
+                                              j.timeout_ms, j.stall_timeout_ms)
         FROM unnest(v_ids || v_gids) WITH ORDINALITY AS u(id, ord)
         WHERE j.namespace = p_namespace AND j.id = u.id
         RETURNING j AS row, u.ord

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -10,7 +13,10 @@ import asyncpg
 from pgqueue.testing import eventually
 
 if TYPE_CHECKING:
+    from pgqueue.db.queries import Query
     from pgqueue.runtime import PostgresQueueManager
+
+Plan = dict[str, Any]
 
 
 async def sql(dsn: str, query: str, *args: Any) -> list[asyncpg.Record]:
@@ -25,6 +31,43 @@ async def sql(dsn: str, query: str, *args: Any) -> list[asyncpg.Record]:
 async def sql_value(dsn: str, query: str, *args: Any) -> Any:
     rows = await sql(dsn, query, *args)
     return rows[0][0] if rows else None
+
+
+@asynccontextmanager
+async def planner(dsn: str, plan_cache_mode: str = "auto") -> AsyncIterator[asyncpg.Connection]:
+    """A connection whose planner is pinned to ``plan_cache_mode``
+    (``force_custom_plan``: values known; ``force_generic_plan``: as a prepared
+    statement plans after its fifth run)."""
+    conn = await asyncpg.connect(dsn, server_settings={"plan_cache_mode": plan_cache_mode})
+    try:
+        yield conn
+    finally:
+        await conn.close()
+
+
+async def explain(
+    conn: asyncpg.Connection, query: Query, /, *, analyze: bool = False, **params: Any
+) -> Plan:
+    """The JSON plan of a shipped query, its parameters by name (as the engine
+    passes them).  With ``analyze`` the statement runs (EXPLAIN ANALYZE) in a
+    transaction that is rolled back."""
+    args = query.arguments((), params)
+    options = "ANALYZE, FORMAT JSON" if analyze else "FORMAT JSON"
+    transaction = conn.transaction()
+    await transaction.start()
+    try:
+        text = await conn.fetchval(f"EXPLAIN ({options}) {query.sql}", *args)
+    finally:
+        await transaction.rollback()
+    plan: Plan = json.loads(text)[0]["Plan"]
+    return plan
+
+
+def walk(node: Plan) -> Iterator[Plan]:
+    """Every node of a plan, ``node`` first."""
+    yield node
+    for child in node.get("Plans", []):
+        yield from walk(child)
 
 
 async def expire_lease(dsn: str, namespace: str, job_id: str) -> None:
@@ -54,17 +97,6 @@ def clock_between(earlier: datetime, later: datetime, plus_ms: float) -> datetim
 
 HOUR_MS = 3_600_000
 DAY_MS = 24 * HOUR_MS
-
-
-async def make_due(dsn: str, namespace: str, job_id: str) -> None:
-    """Make a delayed job due now."""
-    await sql(
-        dsn,
-        "UPDATE pgqueue_jobs SET run_at = clock_timestamp() - interval '1 millisecond'"
-        " WHERE namespace = $1 AND id = $2",
-        namespace,
-        job_id,
-    )
 
 
 async def count_rows(dsn: str, table: str, namespace: str) -> int:

@@ -14,10 +14,11 @@ comment lines right after it document the parameters.
   order the header names them (so a raw ``EXPLAIN`` of ``Q.<name>.sql`` knows the
   positions), and callers
   pass them by name (``tx.fetch(Q.job_get_by_ids, namespace=ns, ids=ids)``): a
-  missing or unknown name is a ``TypeError`` at the call.  Older queries still
-  number their placeholders themselves (``$n``) and take positional arguments;
-  one query uses one style.  :attr:`Query.psycopg_sql` is the text rewritten
-  for psycopg (``%(pN)s``), computed once at load time.
+  missing or unknown name is a ``TypeError`` at the call.  The loader still
+  accepts a query that numbers its placeholders itself (``$n``, positional
+  arguments), but no shipped query does (``tests/unit/test_queries.py``).
+  :attr:`Query.psycopg_sql` is the text rewritten for psycopg (``%(pN)s``),
+  computed once at load time.
 
 Queries are loaded once at import and exposed as attributes of :data:`Q`, so
 a typo in a query name fails at import, not on the first call (and

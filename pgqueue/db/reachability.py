@@ -71,8 +71,9 @@ def _create(dsn: str, database: str) -> None:
     )
     try:
         with psycopg.connect(maintenance, autocommit=True, connect_timeout=10) as conn:
-            query = Q.catalog_database_exists.psycopg_sql
-            row = conn.execute(query, {"p1": database})
+            query = Q.catalog_database_exists
+            [value] = query.arguments((), {"database": database})
+            row = conn.execute(query.psycopg_sql, {"p1": value})
             present = row.fetchone()
             if present is not None and present[0]:
                 return

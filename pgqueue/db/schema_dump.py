@@ -53,8 +53,9 @@ SET check_function_bodies = false;
 Row = dict[str, Any]
 
 
-def _rows(conn: psycopg.Connection[Any], query: Query, *args: Any) -> list[Row]:
-    params = {f"p{i}": value for i, value in enumerate(args, start=1)}
+def _rows(conn: psycopg.Connection[Any], query: Query, **named: Any) -> list[Row]:
+    values = query.arguments((), named)
+    params = {f"p{i}": value for i, value in enumerate(values, start=1)}
     with conn.cursor(row_factory=dict_row) as cur:
         cur.execute(query.psycopg_sql, params)
         return cur.fetchall()
@@ -78,7 +79,7 @@ def dump_schema_at(dsn: str) -> str:
 
 
 def _render(conn: psycopg.Connection[Any], schema: str, prefix: str) -> str:
-    relations = _rows(conn, Q.catalog_relations, schema)
+    relations = _rows(conn, Q.catalog_relations, schema=schema)
     for relation in relations:
         if relation["kind"] not in ("r", "v") or relation["inherits"]:
             raise SchemaError(
@@ -86,12 +87,12 @@ def _render(conn: psycopg.Connection[Any], schema: str, prefix: str) -> str:
                 f"{relation['kind']!r}{', inherits' if relation['inherits'] else ''})"
             )
     columns: dict[str, list[Row]] = {}
-    for column in _rows(conn, Q.catalog_columns, schema):
+    for column in _rows(conn, Q.catalog_columns, schema=schema):
         columns.setdefault(column["table_name"], []).append(column)
-    sequences = _rows(conn, Q.catalog_sequences, schema)
-    constraints = _rows(conn, Q.catalog_constraints, schema)
+    sequences = _rows(conn, Q.catalog_sequences, schema=schema)
+    constraints = _rows(conn, Q.catalog_constraints, schema=schema)
 
-    functions = [_function(row) for row in _rows(conn, Q.catalog_functions, schema)]
+    functions = [_function(row) for row in _rows(conn, Q.catalog_functions, schema=schema)]
     # A PL/pgSQL function may return a table's row type: it comes after the tables (its
     # body is checked only when it runs).  SQL functions come first: columns use them.
     on_tables = [f for f in functions if "LANGUAGE plpgsql" in f]
@@ -119,8 +120,14 @@ def _render(conn: psycopg.Connection[Any], schema: str, prefix: str) -> str:
         # Foreign keys last: they need the referenced table's key in place.
         ("Constraints", [_constraint(prefix, c) for c in constraints if c["type"] != "f"]),
         ("Foreign keys", [_constraint(prefix, c) for c in constraints if c["type"] == "f"]),
-        ("Indexes", [f"{row['definition']};" for row in _rows(conn, Q.catalog_indexes, schema)]),
-        ("Triggers", [f"{row['definition']};" for row in _rows(conn, Q.catalog_triggers, schema)]),
+        (
+            "Indexes",
+            [f"{row['definition']};" for row in _rows(conn, Q.catalog_indexes, schema=schema)],
+        ),
+        (
+            "Triggers",
+            [f"{row['definition']};" for row in _rows(conn, Q.catalog_triggers, schema=schema)],
+        ),
         (
             "The SQL API (schema pgqueue)",
             (["CREATE SCHEMA pgqueue;"] if api else []) + api,

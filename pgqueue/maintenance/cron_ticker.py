@@ -149,10 +149,10 @@ async def _admit_in(
         if overlapped:
             await tx.execute(
                 Q.scheduler_ticks_overlapped,
-                ctx.namespace,
-                fired.scheduler.name,
-                [tick for tick, _ in overlapped],
-                [job for _, job in overlapped],
+                namespace=ctx.namespace,
+                name=fired.scheduler.name,
+                tick_ats=[tick for tick, _ in overlapped],
+                job_ids=[job for _, job in overlapped],
             )
         fired.admitted = len(fired.claimed) - len(overlapped)
         report.overlapped += len(overlapped)
@@ -163,19 +163,23 @@ async def _tick_in(
     tx: Executor, *, ctx: EngineContext, report: TickReport, now: datetime | None
 ) -> int:
     rows = await tx.fetch(
-        Q.scheduler_lock_due, ctx.namespace, BATCH, now, ctx.config.worker_stale_ms
+        Q.scheduler_lock_due,
+        namespace=ctx.namespace,
+        limit=BATCH,
+        now=now,
+        worker_stale_ms=ctx.config.worker_stale_ms,
     )
     batch = [await _claim_in(tx, ctx, row, report) for row in rows]
     await _admit_in(tx, ctx, batch, report)
     for fired in batch:
         await tx.fetchrow(
             Q.scheduler_advance,
-            ctx.namespace,
-            fired.scheduler.name,
-            fired.admitted,
-            fired.last_tick,
-            fired.next_run,
-            fired.scheduler.next_run_at,
+            namespace=ctx.namespace,
+            name=fired.scheduler.name,
+            executions=fired.admitted,
+            last_run_at=fired.last_tick,
+            next_run_at=fired.next_run,
+            expected_next_run_at=fired.scheduler.next_run_at,
         )
     return len(rows)
 
@@ -209,6 +213,9 @@ class CronTicker(Periodic[TickReport]):
         report = await tick_once(self._ctx)
         if self.leaders_minute():
             await self._ctx.db.execute(
-                Q.scheduler_ticks_prune, self._ctx.namespace, TICKS_KEPT_MS, PRUNE_BATCH
+                Q.scheduler_ticks_prune,
+                namespace=self._ctx.namespace,
+                kept_ms=TICKS_KEPT_MS,
+                limit=PRUNE_BATCH,
             )
         return report

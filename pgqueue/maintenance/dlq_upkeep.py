@@ -144,7 +144,9 @@ async def dlq_upkeep_once(
     database clock)."""
     batch = batch or ctx.config.reaper_batch
     report = DlqUpkeepReport()
-    rows = await ctx.db.fetch(Q.dlq_upkeep_queues, ctx.namespace, DEFAULT_DLQ_CONFIG_JSON, now)
+    rows = await ctx.db.fetch(
+        Q.dlq_upkeep_queues, namespace=ctx.namespace, defaults=DEFAULT_DLQ_CONFIG_JSON, now=now
+    )
     for row in rows:
         queue = row["queue"]
         config = complete_dlq_config(orjson.loads(row["config"]))

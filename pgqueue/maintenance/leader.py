@@ -47,11 +47,11 @@ class LeaderElector(Service):
         try:
             row = await self._db.fetchrow(
                 Q.leader_attempt_elect,
-                self._config.namespace,
-                self.seat,
-                self._session.session_id,
-                self._session.broker_id,
-                self._config.leader_ttl_ms,
+                namespace=self._config.namespace,
+                seat=self.seat,
+                session_id=self._session.session_id,
+                broker_id=self._session.broker_id,
+                leader_ttl_ms=self._config.leader_ttl_ms,
             )
         except PgQueueError as exc:
             log.warning("leader election failed: %s", exc)
@@ -86,7 +86,10 @@ class LeaderElector(Service):
         if self.is_leader.is_set():
             try:
                 await self._db.execute(
-                    Q.leader_resign, self._config.namespace, self.seat, self._session.session_id
+                    Q.leader_resign,
+                    namespace=self._config.namespace,
+                    seat=self.seat,
+                    session_id=self._session.session_id,
                 )
             finally:
                 self._set(False)

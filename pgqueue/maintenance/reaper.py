@@ -55,7 +55,7 @@ class ReapReport:
 
 async def _stall_settings(tx: Executor, ctx: EngineContext, rows: list[Row]) -> dict[str, Any]:
     queues = sorted({row["queue"] for row in rows})
-    configs = await tx.fetch(Q.queue_stall_configs, ctx.namespace, queues)
+    configs = await tx.fetch(Q.queue_stall_configs, namespace=ctx.namespace, queues=queues)
     return {row["queue"]: orjson.loads(row["stall_config"]) for row in configs}
 
 
@@ -82,7 +82,9 @@ class _Batch:
 async def _reap_leases_in(
     tx: Executor, *, ctx: EngineContext, report: ReapReport, now: datetime | None
 ) -> _Batch:
-    rows = await tx.fetch(Q.job_lock_expired_leases, ctx.namespace, ctx.config.reaper_batch, now)
+    rows = await tx.fetch(
+        Q.job_lock_expired_leases, namespace=ctx.namespace, limit=ctx.config.reaper_batch, now=now
+    )
     if not rows:
         return _Batch(0, 0)
     settings = await _stall_settings(tx, ctx, rows)
@@ -174,7 +176,9 @@ async def _reap_leases_in(
 async def _reap_ttl_in(
     tx: Executor, *, ctx: EngineContext, report: ReapReport, now: datetime | None
 ) -> _Batch:
-    rows = await tx.fetch(Q.job_lock_expired_ttl, ctx.namespace, ctx.config.reaper_batch, now)
+    rows = await tx.fetch(
+        Q.job_lock_expired_ttl, namespace=ctx.namespace, limit=ctx.config.reaper_batch, now=now
+    )
     applied = 0
     if rows:
         done = await dead_letter_locked(
@@ -236,6 +240,8 @@ class Reaper(Periodic[ReapReport]):
         report = await reap_once(self._ctx)
         if self.leaders_minute():
             await self._ctx.db.execute(
-                Q.session_purge_stale, self._ctx.namespace, self._ctx.config.session_stale_ms * 2
+                Q.session_purge_stale,
+                namespace=self._ctx.namespace,
+                stale_ms=self._ctx.config.session_stale_ms * 2,
             )
         return report

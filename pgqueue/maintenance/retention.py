@@ -55,11 +55,11 @@ class RetentionReport:
 async def _prune_finished_batch(tx: Executor, ctx: EngineContext, now: datetime | None) -> int:
     row = await tx.fetchrow(
         Q.finished_prune,
-        ctx.namespace,
-        ctx.config.retention_completed_ms,
-        ctx.config.retention_failed_ms,
-        BATCH,
-        now,
+        namespace=ctx.namespace,
+        completed_ms=ctx.config.retention_completed_ms,
+        failed_ms=ctx.config.retention_failed_ms,
+        limit=BATCH,
+        now=now,
     )
     assert row is not None
     await drop_dangling_edges(tx, ctx, list(row["failed_ids"]))
@@ -79,7 +79,11 @@ async def _apply_keep(ctx: EngineContext, now: datetime | None) -> int:
     """Hide the finished jobs their count / age removal policy no longer keeps."""
     total = 0
     while True:
-        done = int(await ctx.db.fetchval(Q.finished_keep_trim, ctx.namespace, BATCH, now))
+        done = int(
+            await ctx.db.fetchval(
+                Q.finished_keep_trim, namespace=ctx.namespace, limit=BATCH, now=now
+            )
+        )
         total += done
         if done < BATCH:
             return total
@@ -100,7 +104,12 @@ async def trim_queue_events(
     removed = 0
     while True:
         rows = await ctx.db.fetch(
-            Q.event_trim_queue_returning, ctx.namespace, queue, keep, BATCH, horizon
+            Q.event_trim_queue_returning,
+            namespace=ctx.namespace,
+            queue=queue,
+            keep=keep,
+            limit=BATCH,
+            horizon=horizon,
         )
         removed += len(rows)
         if len(rows) < BATCH:
@@ -123,22 +132,27 @@ async def retain_once(
     while True:
         row = await ctx.db.fetchrow(
             Q.event_prune_old_returning,
-            ctx.namespace,
-            config.retention_events_ms,
-            BATCH,
-            horizon,
-            now,
+            namespace=ctx.namespace,
+            max_age_ms=config.retention_events_ms,
+            window=BATCH,
+            horizon=horizon,
+            now=now,
         )
         assert row is not None
         report.events += row["pruned"]
         if row["scanned"] < BATCH or row["pruned"] < row["scanned"]:
             break  # the window held the newest events, or events still to keep
-    for row in await ctx.db.fetch(Q.event_queues, ctx.namespace):
+    for row in await ctx.db.fetch(Q.event_queues, namespace=ctx.namespace):
         report.events += await trim_queue_events(
             ctx, row["queue"], config.retention_events_per_queue, horizon
         )
     report.workers = len(
-        await ctx.db.fetch(Q.worker_prune_stale, ctx.namespace, config.worker_stale_ms, now)
+        await ctx.db.fetch(
+            Q.worker_prune_stale,
+            namespace=ctx.namespace,
+            worker_stale_ms=config.worker_stale_ms,
+            now=now,
+        )
     )
     return report
 

@@ -224,7 +224,7 @@ async def _fan_out_batch(ctx: EngineContext, settings: DeliverySettings) -> tupl
     read is done); (0, 0, True) also when no webhook is enabled."""
     namespace = ctx.namespace
     config = replace(ctx.config, event_batch=settings.fanout_batch)
-    position = await ctx.db.fetchval(Q.webhook_cursor_get, namespace)
+    position = await ctx.db.fetchval(Q.webhook_cursor_get, namespace=namespace)
     if position is not None:  # a look without the lock: is there anything new?
         peek = await read_batch(ctx.db, config, ResumeToken.parse(position), None)
         if peek.done and not peek.events:
@@ -239,17 +239,19 @@ async def _fan_out_batch_in(
 ) -> tuple[int, int, bool]:
     """The batch of :func:`_fan_out_batch` under the cursor's lock."""
     namespace = config.namespace
-    await tx.execute(Q.webhook_cursor_ensure, namespace)
-    locked = await tx.fetchval(Q.webhook_cursor_lock, namespace)
-    if not await tx.fetchval(Q.webhook_enabled_any, namespace):
-        await tx.execute(Q.webhook_cursor_jump, namespace)
+    await tx.execute(Q.webhook_cursor_ensure, namespace=namespace)
+    locked = await tx.fetchval(Q.webhook_cursor_lock, namespace=namespace)
+    if not await tx.fetchval(Q.webhook_enabled_any, namespace=namespace):
+        await tx.execute(Q.webhook_cursor_jump, namespace=namespace)
         return 0, 0, True
     batch = await read_batch(tx, config, ResumeToken.parse(locked), None)
     if batch.done and not batch.events:
         return 0, 0, True
     queued = await _queue(tx, namespace, batch, max_attempts)
     end = batch.end
-    await tx.execute(Q.webhook_cursor_advance, namespace, str(end), end.seen.xmin)
+    await tx.execute(
+        Q.webhook_cursor_advance, namespace=namespace, end=str(end), xmin=end.seen.xmin
+    )
     return len(batch.events), queued, batch.done
 
 
@@ -277,7 +279,11 @@ async def claim_due(
     """Claim up to ``limit`` deliveries due at ``now`` (``None``: the database
     clock; a test passes a later instant to move time)."""
     rows = await ctx.db.fetch(
-        Q.webhook_delivery_claim, ctx.namespace, limit, settings.lease_ms, now
+        Q.webhook_delivery_claim,
+        namespace=ctx.namespace,
+        limit=limit,
+        lease_ms=settings.lease_ms,
+        now=now,
     )
     return [Claim.from_row(row) for row in rows]
 
@@ -338,11 +344,15 @@ async def upkeep_once(
     """Fail interrupted deliveries with no attempt left; prune the log.  Returns
     pruned.  ``now``: the instant leases and ages are judged at (``None``: the
     database clock; a test passes a later instant to move time)."""
-    await ctx.db.fetchval(Q.webhook_delivery_fail_spent, ctx.namespace, now)
+    await ctx.db.fetchval(Q.webhook_delivery_fail_spent, namespace=ctx.namespace, now=now)
     pruned = 0
     while True:
         batch = await ctx.db.fetchval(
-            Q.webhook_delivery_prune, ctx.namespace, settings.retention_ms, 1000, now
+            Q.webhook_delivery_prune,
+            namespace=ctx.namespace,
+            retention_ms=settings.retention_ms,
+            limit=1000,
+            now=now,
         )
         pruned += int(batch)
         if batch < 1000:
@@ -424,7 +434,9 @@ class WebhookDelivery(Service):
         to the horizon now and then (nothing to read, nothing to claim)."""
         loop = asyncio.get_running_loop()
         now = loop.time()
-        active = bool(await self._ctx.db.fetchval(Q.webhook_enabled_any, self._ctx.namespace))
+        active = bool(
+            await self._ctx.db.fetchval(Q.webhook_enabled_any, namespace=self._ctx.namespace)
+        )
         if active or now >= self._next_idle_move:
             await fan_out_once(self._ctx, self.settings, self.report)
             self._next_idle_move = now + IDLE_CURSOR_MOVE_S

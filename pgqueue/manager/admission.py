@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from operator import attrgetter
 from typing import Final
 
@@ -185,17 +186,20 @@ def _needs_transaction(plan: _Plan) -> bool:
     return any(s.custom_id is not None or s.unique_key is not None for s in plan.specs)
 
 
-async def admit(ctx: EngineContext, specs: Sequence[JobSpec]) -> list[str]:
+async def admit(
+    ctx: EngineContext, specs: Sequence[JobSpec], now: datetime | None = None
+) -> list[str]:
     """Admit ``specs`` atomically; return one id per spec, in order.
 
     A spec whose custom id or unique key names a live job, or whose custom id
     names a retained finished job, gets that job's id (and nothing is written
-    for it but a ``duplicated`` event).
+    for it but a ``duplicated`` event).  ``now``: the instant unique keys' TTLs
+    are judged at (None: the database clock; tests move time with it).
     """
     if not specs:
         return []
     if any(s.repeat is not None for s in specs):
-        return await in_transaction(ctx.db, lambda tx: admit_in(ctx, tx, specs))
+        return await in_transaction(ctx.db, lambda tx: admit_in(ctx, tx, specs, now))
     plan = _plan(specs)
     ns = ctx.namespace
     if not _needs_transaction(plan):
@@ -203,10 +207,12 @@ async def admit(ctx: EngineContext, specs: Sequence[JobSpec]) -> list[str]:
         if len(inserted) != len(plan.ids):  # pragma: no cover - fresh UUIDv7s never collide
             raise DuplicateJob("a generated job id collided; retry the push")
         return plan.ids
-    return await in_transaction(ctx.db, lambda tx: _admit_in(tx, ns, plan))
+    return await in_transaction(ctx.db, lambda tx: _admit_in(tx, ns, plan, now))
 
 
-async def admit_in(ctx: EngineContext, tx: Executor, specs: Sequence[JobSpec]) -> list[str]:
+async def admit_in(
+    ctx: EngineContext, tx: Executor, specs: Sequence[JobSpec], now: datetime | None = None
+) -> list[str]:
     """Admit ``specs`` on ``tx``, a transaction the caller owns (it commits them).
 
     A repeatable job (``repeat``) is admitted as the first run of its
@@ -215,26 +221,29 @@ async def admit_in(ctx: EngineContext, tx: Executor, specs: Sequence[JobSpec]) -
         return []
     if any(s.repeat is not None for s in specs):
         specs = await schedule_repeats_in(ctx, tx, specs)
-    return await _admit_in(tx, ctx.namespace, _plan(specs))
+    return await _admit_in(tx, ctx.namespace, _plan(specs), now)
 
 
-async def _admit_in(tx: Executor, ns: str, plan: _Plan) -> list[str]:
+async def _admit_in(tx: Executor, ns: str, plan: _Plan, now: datetime | None = None) -> list[str]:
     specs = plan.specs
     custom_ids = [s.custom_id for s in specs if s.custom_id is not None]
     retained: set[str] = set()
     if custom_ids:
-        rows = await tx.fetch(Q.job_retire_finished_generations, ns, custom_ids)
+        rows = await tx.fetch(
+            Q.job_retire_finished_generations, namespace=ns, custom_ids=custom_ids
+        )
         retained = {row["id"] for row in rows}
     keyed = [i for i, s in enumerate(specs) if s.unique_key is not None]
     held: dict[int, str] = {}
     if keyed:
         await tx.execute(
             Q.job_unique_keys_release_expired,
-            ns,
-            [specs[i].queue for i in keyed],
-            [specs[i].unique_key for i in keyed],
+            namespace=ns,
+            queues=[specs[i].queue for i in keyed],
+            unique_keys=[specs[i].unique_key for i in keyed],
+            now=now,
         )
-        held = await _finished_holders(tx, ns, plan, keyed)
+        held = await _finished_holders(tx, ns, plan, keyed, now)
         for i in keyed:
             if specs[i].dedup_mode == "replace" and i not in held:
                 await _replace_owner(tx, ns, specs[i])
@@ -245,7 +254,9 @@ async def _admit_in(tx: Executor, ns: str, plan: _Plan) -> list[str]:
     if custom_ids:
         await _check_no_finished_twin(tx, ns, [i for i in custom_ids if i in inserted])
     if keyed:
-        await _check_no_finished_holder(tx, ns, plan, [i for i in keyed if plan.ids[i] in inserted])
+        await _check_no_finished_holder(
+            tx, ns, plan, [i for i in keyed if plan.ids[i] in inserted], now
+        )
     result = list(plan.ids)
     for i, holder in held.items():
         result[i] = holder
@@ -261,12 +272,14 @@ async def _admit_in(tx: Executor, ns: str, plan: _Plan) -> list[str]:
     return result
 
 
-async def _finished_holders(tx: Executor, ns: str, plan: _Plan, keyed: list[int]) -> dict[int, str]:
+async def _finished_holders(
+    tx: Executor, ns: str, plan: _Plan, keyed: list[int], now: datetime | None
+) -> dict[int, str]:
     """The specs (index -> holder id) whose unique key a finished job still holds
     (a dedup TTL outlives its job).  An ``extend`` moves the holder's deadline;
     a ``replace`` takes the key from it (the spec is admitted, not in the map)."""
     specs = plan.specs
-    rows = await _keys_held_finished(tx, ns, specs, keyed)
+    rows = await _keys_held_finished(tx, ns, specs, keyed, now)
     held: dict[int, str] = {}
     released: list[str] = []
     for row in rows:
@@ -276,35 +289,46 @@ async def _finished_holders(tx: Executor, ns: str, plan: _Plan, keyed: list[int]
             released.append(row["id"])
             continue
         if spec.dedup_mode == "extend":
-            await tx.execute(Q.job_unique_key_finished_extend, ns, row["id"], spec.unique_ttl_ms)
+            await tx.execute(
+                Q.job_unique_key_finished_extend,
+                namespace=ns,
+                job_id=row["id"],
+                unique_ttl_ms=spec.unique_ttl_ms,
+            )
         held[i] = row["id"]
     if released:
-        await tx.execute(Q.job_unique_key_finished_release, ns, released)
+        await tx.execute(Q.job_unique_key_finished_release, namespace=ns, released=released)
     return held
 
 
 async def _keys_held_finished(
-    tx: Executor, ns: str, specs: Sequence[JobSpec], indices: list[int]
+    tx: Executor,
+    ns: str,
+    specs: Sequence[JobSpec],
+    indices: list[int],
+    now: datetime | None,
 ) -> list[Row]:
     """The finished jobs holding the unique keys of ``specs[i]`` for ``i`` in ``indices``
-    (``ord``: the 1-based place in ``indices``)."""
+    (``ord``: the 1-based place in ``indices``), judged at ``now`` (None: the
+    database clock)."""
     return await tx.fetch(
         Q.job_unique_keys_held_finished,
-        ns,
-        [specs[i].queue for i in indices],
-        [specs[i].unique_key for i in indices],
+        namespace=ns,
+        queues=[specs[i].queue for i in indices],
+        unique_keys=[specs[i].unique_key for i in indices],
+        now=now,
     )
 
 
 async def _check_no_finished_holder(
-    tx: Executor, ns: str, plan: _Plan, inserted: list[int]
+    tx: Executor, ns: str, plan: _Plan, inserted: list[int], now: datetime | None
 ) -> None:
     """A unique key just taken must not be held by a finished job: one is when
     the key's live owner finished (keeping its TTL) while our insert waited for
     its row.  Starting again sees it, and decides by it."""
     if not inserted:
         return
-    if await _keys_held_finished(tx, ns, plan.specs, inserted):
+    if await _keys_held_finished(tx, ns, plan.specs, inserted, now):
         raise TransientConflict("the owner of this unique key finished meanwhile")
 
 
@@ -326,12 +350,16 @@ async def _check_no_finished_twin(tx: Executor, ns: str, inserted_custom_ids: li
     insert waited for its row: our snapshot did not see that finished row.
     Starting again sees it, and decides by it (retained: return that job).
     """
-    if inserted_custom_ids and await tx.fetch(Q.job_finished_ids, ns, inserted_custom_ids):
+    if inserted_custom_ids and await tx.fetch(
+        Q.job_finished_ids, namespace=ns, inserted_custom_ids=inserted_custom_ids
+    ):
         raise TransientConflict("the job of this custom id finished meanwhile")
 
 
 async def _replace_owner(tx: Executor, ns: str, spec: JobSpec) -> None:
-    row = await tx.fetchrow(Q.job_unique_key_take_over, ns, spec.queue, spec.unique_key)
+    row = await tx.fetchrow(
+        Q.job_unique_key_take_over, namespace=ns, queue=spec.queue, unique_key=spec.unique_key
+    )
     if row is not None and row["state"] != "active" and row["has_dependents"]:
         raise DuplicateJob(
             f"Cannot replace job {row['id']}: other jobs depend on it",
@@ -347,13 +375,18 @@ async def _resolve_external_targets(tx: Executor, ns: str, plan: _Plan) -> None:
     wanted = sorted(set(external) | set(parents))
     if not wanted:
         return
-    live = {row["id"]: row["state"] for row in await tx.fetch(Q.job_flag_dependents, ns, wanted)}
+    live = {
+        row["id"]: row["state"]
+        for row in await tx.fetch(Q.job_flag_dependents, namespace=ns, ids=wanted)
+    }
     missing_parents = [p for p in parents if p not in live]
     if missing_parents:
         raise DependencyNotFound(f"Parent job not found: {missing_parents[0]}", field="parentId")
     done = {
         row["id"]
-        for row in await tx.fetch(Q.job_completed_ids, ns, [t for t in external if t not in live])
+        for row in await tx.fetch(
+            Q.job_completed_ids, namespace=ns, ids=[t for t in external if t not in live]
+        )
     }
     for target in external:
         if target not in live and target not in done:
@@ -374,10 +407,10 @@ async def _resolve_skipped(
     specs = plan.specs
     rows = await tx.fetch(
         Q.job_find_live_owners,
-        ns,
-        [plan.ids[i] for i in skipped],
-        [specs[i].queue for i in skipped],
-        [specs[i].unique_key for i in skipped],
+        namespace=ns,
+        ids=[plan.ids[i] for i in skipped],
+        queues=[specs[i].queue for i in skipped],
+        unique_keys=[specs[i].unique_key for i in skipped],
     )
     owners = {skipped[row["ord"] - 1]: (row["id"], row["by"]) for row in rows}
     events: list[tuple[JobSpec, str, str]] = []
@@ -392,7 +425,11 @@ async def _resolve_skipped(
         owner_id, by = owner
         if by == "unique_key" and spec.dedup_mode == "extend":
             extended = await tx.fetchrow(
-                Q.job_unique_key_extend, ns, spec.queue, spec.unique_key, spec.unique_ttl_ms
+                Q.job_unique_key_extend,
+                namespace=ns,
+                queue=spec.queue,
+                unique_key=spec.unique_key,
+                unique_ttl_ms=spec.unique_ttl_ms,
             )
             if extended is None:
                 raise DuplicateJob("Duplicate unique_key (extended TTL)")
@@ -414,11 +451,11 @@ async def _insert_duplicate_events(
             rows.append((spec.queue, owner, "debounced", orjson.dumps(payload).decode()))
     await tx.execute(
         Q.event_insert_many,
-        ns,
-        [r[0] for r in rows],
-        [r[1] for r in rows],
-        [r[2] for r in rows],
-        [r[3] for r in rows],
+        namespace=ns,
+        queues=[r[0] for r in rows],
+        job_ids=[r[1] for r in rows],
+        types=[r[2] for r in rows],
+        payloads=[r[3] for r in rows],
     )
 
 
@@ -427,19 +464,34 @@ async def _write_edges(tx: Executor, ns: str, plan: _Plan, inserted: set[str]) -
     skipped_targets = sorted({t for _, t in edges if t in set(plan.ids) and t not in inserted})
     if skipped_targets:
         # A dependency inside the batch already existed: it is an outside target now.
-        live = {row["id"] for row in await tx.fetch(Q.job_flag_dependents, ns, skipped_targets)}
+        live = {
+            row["id"]
+            for row in await tx.fetch(Q.job_flag_dependents, namespace=ns, ids=skipped_targets)
+        }
         done = [t for t in skipped_targets if t not in live]
         if done:
-            completed = {row["id"] for row in await tx.fetch(Q.job_completed_ids, ns, done)}
+            completed = {
+                row["id"] for row in await tx.fetch(Q.job_completed_ids, namespace=ns, ids=done)
+            }
             resolved = [(d, t) for d, t in edges if t in completed]
             counts: dict[str, int] = {}
             for dependent, _ in resolved:
                 counts[dependent] = counts.get(dependent, 0) - 1
             if counts:
-                await tx.execute(Q.job_add_pending_deps, ns, list(counts), list(counts.values()))
+                await tx.execute(
+                    Q.job_add_pending_deps,
+                    namespace=ns,
+                    ids=list(counts),
+                    counts=list(counts.values()),
+                )
             edges = [(d, t) for d, t in edges if t not in completed]
     if edges:
-        await tx.execute(Q.dependency_insert_many, ns, [d for d, _ in edges], [t for _, t in edges])
+        await tx.execute(
+            Q.dependency_insert_many,
+            namespace=ns,
+            job_ids=[d for d, _ in edges],
+            depends_on=[t for _, t in edges],
+        )
     parents = {p: n for p, n in plan.external_parents.items()}
     if parents:
         children = [
@@ -452,12 +504,14 @@ async def _write_edges(tx: Executor, ns: str, plan: _Plan, inserted: set[str]) -
             assert parent is not None
             counts[parent] = counts.get(parent, 0) + 1
         if counts:
-            await tx.execute(Q.job_add_pending_deps, ns, list(counts), list(counts.values()))
+            await tx.execute(
+                Q.job_add_pending_deps, namespace=ns, ids=list(counts), counts=list(counts.values())
+            )
             await tx.execute(
                 Q.dependency_insert_many,
-                ns,
-                [p for p, _ in children],
-                [c for _, c in children],
+                namespace=ns,
+                job_ids=[p for p, _ in children],
+                depends_on=[c for _, c in children],
             )
 
 
@@ -474,12 +528,14 @@ async def attach_child(ctx: EngineContext, child_id: str, parent_id: str) -> Non
 
 async def _attach_child_in(tx: Executor, ns: str, child_id: str, parent_id: str) -> None:
     for _ in range(2):
-        row = await tx.fetchrow(Q.job_attach_child, ns, child_id, parent_id)
+        row = await tx.fetchrow(
+            Q.job_attach_child, namespace=ns, child_id=child_id, parent_id=parent_id
+        )
         assert row is not None
         if not row["parent_found"]:
             raise DependencyNotFound(f"Parent job not found: {parent_id}", field="parentId")
         if row["live"] or row["finished"]:
             return
         # Not found: gone, or it finished while we looked (then look again).
-        if await tx.fetchval(Q.job_state_get, ns, child_id) is None:
+        if await tx.fetchval(Q.job_state_get, namespace=ns, job_id=child_id) is None:
             raise DependencyNotFound(f"Job not found: {child_id}", field="childId")

@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from pgqueue.db.queries import Q
@@ -88,9 +89,13 @@ async def claim_once(
     owner: str,
     lock_ttl_ms: int | None,
     group: GroupDefaults | None = None,
+    now: datetime | None = None,
 ) -> Claims:
     """One claim: up to ``count`` due jobs, leased to ``owner`` (one round trip,
-    two when a queue first turns out to need the planned claim)."""
+    two when a queue first turns out to need the planned claim).  ``now``: the
+    instant due-ness is judged at (None: the database clock; tests move time
+    with it); the planned claim has no such clock, so a queue that needs it
+    refuses a moved one."""
     ctx.session.check()
     args: dict[str, Any] = {
         "namespace": ctx.namespace,
@@ -103,12 +108,17 @@ async def claim_once(
         "default_lease_ms": ctx.config.lease_ms,
     }
     if queue not in ctx.planned_queues:
-        rows = await ctx.db.fetch(Q.job_claim_batch, **args)
+        rows = await ctx.db.fetch(Q.job_claim_batch, **args, now=now)
         if rows:
             ctx.session.confirm_live(rows[0]["session_live"])
         if not rows or not rows[0]["plan_needed"]:
             return Claims(claimed_from_row(row) for row in rows if row["id"] is not None)
         ctx.planned_queues.add(queue)
+    if now is not None:
+        raise ValidationError(
+            f"queue {queue!r} needs the planned claim, which judges on the database clock",
+            field="now",
+        )
     group = group or GroupDefaults()
     rows = await ctx.db.fetch(
         Q.job_claim_planned,
@@ -138,6 +148,7 @@ async def pull_batch(
     lock_ttl_ms: int | None,
     timeout_ms: int,
     group: GroupDefaults | None = None,
+    now: datetime | None = None,
 ) -> Claims:
     """Claim up to ``count`` jobs, waiting up to ``timeout_ms`` for the first ones.
 
@@ -156,7 +167,7 @@ async def pull_batch(
         if ctx.notifier.draining:
             return Claims()
         with ctx.notifier.waiter(queue) as woken:
-            jobs = await claim_once(ctx, queue, count, owner, lock_ttl_ms, group)
+            jobs = await claim_once(ctx, queue, count, owner, lock_ttl_ms, group, now)
             remaining = deadline - loop.time()
             if jobs or remaining <= 0:
                 return jobs

@@ -165,7 +165,12 @@ async def _finish(
 
 async def _probe(ctx: EngineContext, ex: Executor, ids: list[str], tokens: list[str]) -> list[Row]:
     return await ex.fetch(
-        Q.job_outcome_probe, ctx.namespace, ids, tokens, ctx.broker_id, ctx.session_id
+        Q.job_outcome_probe,
+        namespace=ctx.namespace,
+        ids=ids,
+        tokens=tokens,
+        broker_id=ctx.broker_id,
+        session_id=ctx.session_id,
     )
 
 
@@ -260,7 +265,7 @@ async def _complete_with_dependents_in(
 async def release_dependents(ex: Executor, ctx: EngineContext, job_ids: Sequence[str]) -> None:
     """Jobs ``job_ids`` completed (or count as resolved): release what waited on them."""
     if job_ids:
-        await ex.fetch(Q.dependency_resolve, ctx.namespace, list(job_ids))
+        await ex.fetch(Q.dependency_resolve, namespace=ctx.namespace, job_ids=list(job_ids))
 
 
 def _stack(stacktrace: Sequence[str] | None, keep: int) -> list[str] | None:
@@ -312,11 +317,11 @@ async def _record_failures_in(
     None for an item whose job was not locked."""
     rows = await tx.fetch(
         Q.job_lock_for_failure,
-        ctx.namespace,
-        [item.job_id for item in items],
-        [item.token for item in items],
-        ctx.broker_id,
-        ctx.session_id,
+        namespace=ctx.namespace,
+        ids=[item.job_id for item in items],
+        tokens=[item.token for item in items],
+        broker_id=ctx.broker_id,
+        session_id=ctx.session_id,
     )
     outcomes: list[ItemOutcome | None] = [None] * len(items)
     retries: list[RequeueRow] = []
@@ -423,11 +428,13 @@ async def _propagate_failures(ex: Executor, ctx: EngineContext, rows: Sequence[R
             error = row["error"] or row["failed_reason"] or "unknown error"
             failing.setdefault(parent, f"Child job {row['id']} failed: {error}")
     if continued:
-        await ex.fetch(Q.flow_parents_continue, ctx.namespace, continued)
+        await ex.fetch(Q.flow_parents_continue, namespace=ctx.namespace, continued=continued)
     if go_on:
         await release_dependents(ex, ctx, go_on)
     if failing:
-        locked = await ex.fetch(Q.job_lock_waiting_parents, ctx.namespace, list(failing))
+        locked = await ex.fetch(
+            Q.job_lock_waiting_parents, namespace=ctx.namespace, failing=list(failing)
+        )
         await dead_letter_locked(
             ex,
             ctx,

@@ -18,6 +18,7 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
+from datetime import datetime
 from typing import Any, Self
 
 from pgqueue.config import Config
@@ -200,9 +201,12 @@ class QueueEngine(ControlOps, DlqOps, LimitOps, WebhookOps, CronOps, ManagerBase
         specs = bulk_specs(queue, jobs, max_payload_bytes=self.config.max_payload_bytes)
         return await admission.admit(self.ctx, specs)
 
-    async def push_specs(self, specs: Sequence[JobSpec]) -> list[str]:
-        """Admit validated specs (any queues) atomically."""
-        return await admission.admit(self.ctx, specs)
+    async def push_specs(
+        self, specs: Sequence[JobSpec], *, now: datetime | None = None
+    ) -> list[str]:
+        """Admit validated specs (any queues) atomically; ``now`` judges unique
+        keys' TTLs at that instant (tests move time with it; None in production)."""
+        return await admission.admit(self.ctx, specs, now)
 
     async def push_flow(self, flow: Mapping[str, Any]) -> dict[str, Any]:
         """Admit a parent and its children (nested) atomically.
@@ -238,12 +242,14 @@ class QueueEngine(ControlOps, DlqOps, LimitOps, WebhookOps, CronOps, ManagerBase
         lock_ttl_ms: int | None = None,
         timeout_ms: int = 0,
         group: claim.GroupDefaults | None = None,
+        now: datetime | None = None,
     ) -> claim.Claims:
         """Claim up to ``count`` jobs, long-polling up to ``timeout_ms`` for the first.
 
         ``group`` gives limits to job groups that have none of their own (PULL's
         ``group`` field); ``retry_after_ms`` on the result says when a full rate
-        window reopens."""
+        window reopens.  ``now`` judges due-ness at that instant instead of the
+        database clock (tests move time with it; None in production)."""
         return await claim.pull_batch(
             self.ctx,
             queue,
@@ -252,6 +258,7 @@ class QueueEngine(ControlOps, DlqOps, LimitOps, WebhookOps, CronOps, ManagerBase
             lock_ttl_ms=lock_ttl_ms,
             timeout_ms=timeout_ms,
             group=group,
+            now=now,
         )
 
     async def pull(

@@ -66,11 +66,11 @@ async def _cancelled(
     for them); a batch that renewed nothing also checks this broker's session."""
     probe = await ctx.db.fetch(
         Q.job_outcome_probe,
-        ctx.namespace,
-        [items[i][0] for i in missed],
-        [items[i][1] for i in missed],
-        ctx.broker_id,
-        ctx.session_id,
+        namespace=ctx.namespace,
+        ids=[items[i][0] for i in missed],
+        tokens=[items[i][1] for i in missed],
+        broker_id=ctx.broker_id,
+        session_id=ctx.session_id,
     )
     if all_missed and probe:
         ctx.session.confirm_live(probe[0]["session_live"])
@@ -118,7 +118,9 @@ async def release_session_leases(ctx: EngineContext, *, batch: int = 1000) -> in
 
 async def _release_session_batch_in(tx: Executor, ctx: EngineContext, batch: int) -> int:
     """Give back up to ``batch`` of the jobs leased through this session."""
-    locked = await tx.fetch(Q.job_lock_session_leases, ctx.namespace, ctx.session_id, batch)
+    locked = await tx.fetch(
+        Q.job_lock_session_leases, namespace=ctx.namespace, session_id=ctx.session_id, limit=batch
+    )
     payload = {"reason": "broker_shutdown", "prev": "active"}
     rows = [RequeueRow(row["id"], row["fence"], "active", "retried", payload) for row in locked]
     return len(await requeue(tx, ctx, rows)) if rows else 0

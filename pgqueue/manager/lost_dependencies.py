@@ -64,7 +64,7 @@ async def settle_lost_dependencies(
         )
         for row in gone
     }
-    edges = await tx.fetch(Q.dependency_edges_into, ns, list(release))
+    edges = await tx.fetch(Q.dependency_edges_into, namespace=ns, release=list(release))
     if not edges:
         return
     failing: dict[str, str] = {}
@@ -73,7 +73,7 @@ async def settle_lost_dependencies(
         if waits and edge["dependent_queue"] != queue and not release[edge["depends_on"]]:
             failing.setdefault(edge["job_id"], edge["depends_on"])
     if failing:
-        locked = await tx.fetch(Q.job_lock_waiting_parents, ns, list(failing))
+        locked = await tx.fetch(Q.job_lock_waiting_parents, namespace=ns, failing=list(failing))
         await dead_letter_locked(
             tx,
             ctx,
@@ -91,9 +91,9 @@ async def settle_lost_dependencies(
         )
     await tx.fetch(
         Q.dependency_detach,
-        ns,
-        [edge["job_id"] for edge in edges],
-        [edge["depends_on"] for edge in edges],
+        namespace=ns,
+        job_ids=[edge["job_id"] for edge in edges],
+        depends_on=[edge["depends_on"] for edge in edges],
     )
 
 
@@ -101,4 +101,6 @@ async def drop_dangling_edges(tx: Executor, ctx: EngineContext, job_ids: Sequenc
     """Jobs ``job_ids`` may have been deleted in transaction ``tx``: drop the
     edges that dead dependents kept towards those that exist no more."""
     if job_ids:
-        await tx.fetchval(Q.dependency_edges_drop_dangling, ctx.namespace, list(job_ids))
+        await tx.fetchval(
+            Q.dependency_edges_drop_dangling, namespace=ctx.namespace, job_ids=list(job_ids)
+        )

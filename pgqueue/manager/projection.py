@@ -177,7 +177,9 @@ class Projection(Service):
 
     async def _refresh_counts(self) -> None:
         async with self._counts_lock:
-            rows = await self._manager.db.fetch(Q.queue_counts_all, self._manager.namespace)
+            rows = await self._manager.db.fetch(
+                Q.queue_counts_all, namespace=self._manager.namespace
+            )
             fresh: dict[str, dict[str, int]] = {}
             for row in rows:
                 fresh.setdefault(row["queue"], {})[row["state"]] = int(row["n"])

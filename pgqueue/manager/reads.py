@@ -37,19 +37,19 @@ NO_RESULT: Any = _NoResult()
 
 
 async def get_job(ctx: EngineContext, job_id: str) -> Job | None:
-    row = await ctx.db.fetchrow(Q.job_get, ctx.namespace, job_id)
+    row = await ctx.db.fetchrow(Q.job_get, namespace=ctx.namespace, job_id=job_id)
     return None if row is None else job_from_row(row)
 
 
 async def get_state(ctx: EngineContext, job_id: str) -> str:
     """The reported state, or ``"unknown"`` for an id with no job."""
-    state = await ctx.db.fetchval(Q.job_state_get, ctx.namespace, job_id)
+    state = await ctx.db.fetchval(Q.job_state_get, namespace=ctx.namespace, job_id=job_id)
     return str(state) if state is not None else "unknown"
 
 
 async def get_result(ctx: EngineContext, job_id: str) -> Any:
     """The result of a completed job (``None`` is a valid result); else :data:`NO_RESULT`."""
-    row = await ctx.db.fetchrow(Q.job_result_get, ctx.namespace, job_id)
+    row = await ctx.db.fetchrow(Q.job_result_get, namespace=ctx.namespace, job_id=job_id)
     if row is None or row["state"] != "completed" or row["result"] is None:
         return NO_RESULT
     return jsontext.loads(row["result"])
@@ -58,7 +58,7 @@ async def get_result(ctx: EngineContext, job_id: str) -> Any:
 async def get_counts(ctx: EngineContext, queue: str) -> JobCounts:
     """Jobs of ``queue`` per state, and whether it is paused."""
     validate_queue_name(queue)
-    rows = await ctx.db.fetch(Q.job_counts_by_state, ctx.namespace, queue)
+    rows = await ctx.db.fetch(Q.job_counts_by_state, namespace=ctx.namespace, queue=queue)
     counts = {row["state"]: int(row["n"]) for row in rows}
     return JobCounts(
         waiting=counts.get("waiting", 0),
@@ -74,7 +74,7 @@ async def get_counts(ctx: EngineContext, queue: str) -> JobCounts:
 
 async def get_children_values(ctx: EngineContext, parent_id: str) -> dict[str, Any]:
     """Results of a parent's completed children, keyed ``"<queue>:<id>"``."""
-    rows = await ctx.db.fetch(Q.job_children_values, ctx.namespace, parent_id)
+    rows = await ctx.db.fetch(Q.job_children_values, namespace=ctx.namespace, parent_id=parent_id)
     return {
         f"{row['queue']}:{row['id']}": None
         if row["result"] is None
@@ -93,7 +93,7 @@ async def get_children_failures(
     (``GetFailedChildrenValues``).  Other policies record nothing
     (:mod:`pgqueue.manager.flow_policy`)."""
     wanted = "ignore" if ignored else "continue"
-    rows = await ctx.db.fetch(Q.job_children_failures, ctx.namespace, parent_id)
+    rows = await ctx.db.fetch(Q.job_children_failures, namespace=ctx.namespace, parent_id=parent_id)
     return {
         f"{row['queue']}:{row['id']}": str(row["reason"]) for row in rows if row["mode"] == wanted
     }
@@ -101,5 +101,5 @@ async def get_children_failures(
 
 async def get_jobs_by_ids(ctx: EngineContext, job_ids: Sequence[str]) -> dict[str, Job]:
     """Jobs by id (missing ids are absent from the map)."""
-    rows = await ctx.db.fetch(Q.job_get_by_ids, ctx.namespace, list(job_ids))
+    rows = await ctx.db.fetch(Q.job_get_by_ids, namespace=ctx.namespace, job_ids=list(job_ids))
     return {row["id"]: job_from_row(row) for row in rows}

@@ -80,7 +80,9 @@ class BrokerSession(Service):
             )
             if row is not None:
                 return
-            holder = await self._db.fetchrow(Q.session_holder_get, self.namespace, self.broker_id)
+            holder = await self._db.fetchrow(
+                Q.session_holder_get, namespace=self.namespace, broker_id=self.broker_id
+            )
             if holder is None:
                 continue  # ended meanwhile: register again
             process = ProcessIdentity(
@@ -139,7 +141,10 @@ class BrokerSession(Service):
     async def heartbeat(self) -> None:
         """Renew now; on finding the session gone, fence this broker."""
         row = await self._db.fetchrow(
-            Q.session_heartbeat, self.namespace, self.broker_id, self.session_id
+            Q.session_heartbeat,
+            namespace=self.namespace,
+            broker_id=self.broker_id,
+            session_id=self.session_id,
         )
         if row is None:
             if not self.fenced.is_set():
@@ -182,4 +187,9 @@ class BrokerSession(Service):
         """Stop the heartbeat and delete the session row (graceful shutdown)."""
         await self.stop()
         if not self.fenced.is_set():
-            await self._db.execute(Q.session_end, self.namespace, self.broker_id, self.session_id)
+            await self._db.execute(
+                Q.session_end,
+                namespace=self.namespace,
+                broker_id=self.broker_id,
+                session_id=self.session_id,
+            )

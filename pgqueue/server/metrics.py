@@ -341,7 +341,9 @@ class BrokerMetrics:
         elector = manager.elector
         self.leader.set(1 if elector is not None and elector.is_leader.is_set() else 0)
         sessions = await db.fetch(
-            Q.session_list, manager.namespace, manager.config.session_stale_ms
+            Q.session_list,
+            namespace=manager.namespace,
+            session_stale_ms=manager.config.session_stale_ms,
         )
         live = sum(1 for s in sessions if s["live"])
         self.sessions.labels("live").set(live)
@@ -349,7 +351,7 @@ class BrokerMetrics:
         for row in await db.fetch(Q.table_health):
             self.dead_tuples.labels(row["table_name"]).set(row["dead"])
             self.live_tuples.labels(row["table_name"]).set(row["live"])
-        holders = await db.fetch(Q.xmin_holders, 5)
+        holders = await db.fetch(Q.xmin_holders, limit=5)
         self.xmin_holder.clear()
         oldest = 0
         for row in holders:

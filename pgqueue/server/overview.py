@@ -181,7 +181,7 @@ async def cron_count(broker: BrokerHost) -> int:
     db = broker.manager.db
     if not await db.fetchval(Q.cron_table_exists):
         return 0
-    return int(await db.fetchval(Q.cron_count, broker.manager.namespace) or 0)
+    return int(await db.fetchval(Q.cron_count, namespace=broker.manager.namespace) or 0)
 
 
 # -- rates, latency, workers --------------------------------------------------------------

@@ -114,118 +114,124 @@ SELECT n.id
 FROM inserted n, (SELECT count(*) FROM notified) AS hint
 
 -- name: job_retire_finished_generations
--- Custom ids $2 that name finished jobs.  A job still retained (completed or
+-- Parameters, in order: :namespace, :custom_ids.
+-- Custom ids :custom_ids that name finished jobs.  A job still retained (completed or
 -- failed, not removed) keeps its id, and so does the hidden completion proof
 -- of a removed child whose parent is still live (the parent reads its
 -- result); every other proof is deleted, so that the id starts a new
--- generation.  The rows read are locked.  $1 namespace.  Returns the ids kept.
+-- generation.  The rows read are locked.  :namespace.  Returns the ids kept.
 WITH finished AS (
     SELECT f.id, f.removed,
            (f.state = 'completed' AND f.parent_id IS NOT NULL
             AND EXISTS (SELECT 1 FROM pgqueue_jobs p
-                        WHERE p.namespace = $1 AND p.id = f.parent_id)) AS needed
+                        WHERE p.namespace = :namespace AND p.id = f.parent_id)) AS needed
     FROM pgqueue_finished f
-    WHERE f.namespace = $1 AND f.id = ANY($2::text[])
+    WHERE f.namespace = :namespace AND f.id = ANY(:custom_ids::text[])
     FOR UPDATE OF f
 ), retired AS (
     DELETE FROM pgqueue_finished f
     USING finished r
-    WHERE f.namespace = $1 AND f.id = r.id AND r.removed AND NOT r.needed
+    WHERE f.namespace = :namespace AND f.id = r.id AND r.removed AND NOT r.needed
     RETURNING f.id
 ), dlq AS (
-    DELETE FROM pgqueue_dlq d USING retired r WHERE d.namespace = $1 AND d.job_id = r.id
+    DELETE FROM pgqueue_dlq d USING retired r WHERE d.namespace = :namespace AND d.job_id = r.id
 )
 SELECT r.id FROM finished r WHERE NOT r.removed OR r.needed
 
 -- name: job_finished_ids
--- Which of the ids $2 name a finished row (any state, removed or not).  After
+-- Parameters, in order: :namespace, :inserted_custom_ids.
+-- Which of the ids :inserted_custom_ids name a finished row (any state, removed or not).  After
 -- an insert of custom ids: a row seen here finished in a transaction that
--- committed while the insert waited.  $1 namespace.
-SELECT id FROM pgqueue_finished WHERE namespace = $1 AND id = ANY($2::text[])
+-- committed while the insert waited.  :namespace.
+SELECT id FROM pgqueue_finished WHERE namespace = :namespace AND id = ANY(:inserted_custom_ids::text[])
 
 -- name: job_unique_keys_release_expired
--- Free live unique keys whose dedup TTL has passed, so a new job may take them.
--- $1 namespace, $2 queues, $3 unique keys (aligned).
+-- Free live unique keys whose dedup TTL has passed at :now (NULL: the database
+-- clock; a test passes a later instant to move time), so a new job may take
+-- them.  :namespace, :queues, :unique_keys (aligned).
 UPDATE pgqueue_jobs j
 SET unique_key = NULL, unique_expires_at = NULL
-FROM unnest($2::text[], $3::text[]) AS k(queue, unique_key)
-WHERE j.namespace = $1 AND j.queue = k.queue AND j.unique_key = k.unique_key
-  AND j.unique_expires_at <= statement_timestamp()
+FROM unnest(:queues::text[], :unique_keys::text[]) AS k(queue, unique_key)
+WHERE j.namespace = :namespace AND j.queue = k.queue AND j.unique_key = k.unique_key
+  AND j.unique_expires_at <= coalesce(:now::timestamptz, statement_timestamp())
 
 -- name: job_unique_keys_held_finished
 -- Finished jobs that still hold a unique key: one pushed with a dedup TTL
 -- keeps it until the deadline, also after it finished (BullMQ's throttle
 -- mode).  The holders are locked (an extend or a replace of the same key
--- waits).  $1 namespace, $2 queues, $3 unique keys (aligned).  Returns ord
--- (1-based position in the arrays) and the holder's id.
+-- waits).  :namespace, :queues, :unique_keys (aligned), :now the clock the
+-- deadline is judged at (NULL: the database clock).  Returns ord (1-based
+-- position in the arrays) and the holder's id.
 SELECT k.ord, h.id
-FROM unnest($2::text[], $3::text[]) WITH ORDINALITY AS k(queue, unique_key, ord)
+FROM unnest(:queues::text[], :unique_keys::text[]) WITH ORDINALITY AS k(queue, unique_key, ord)
 CROSS JOIN LATERAL (
     SELECT f.id FROM pgqueue_finished f
-    WHERE f.namespace = $1 AND f.queue = k.queue AND f.unique_key = k.unique_key
-      AND f.unique_expires_at > statement_timestamp()
+    WHERE f.namespace = :namespace AND f.queue = k.queue AND f.unique_key = k.unique_key
+      AND f.unique_expires_at > coalesce(:now::timestamptz, statement_timestamp())
     ORDER BY f.unique_expires_at DESC
     LIMIT 1
     FOR UPDATE
 ) AS h
 
 -- name: job_unique_key_finished_extend
+-- Parameters, in order: :namespace, :job_id, :unique_ttl_ms.
 -- Dedup 'extend' of a key a finished job holds: its deadline moves to now +
--- $3 ms.  $1 namespace, $2 the holder's id.
+-- :unique_ttl_ms.  :namespace, :job_id the holder's id.
 UPDATE pgqueue_finished
-SET unique_expires_at = statement_timestamp() + $3::bigint * interval '1 millisecond'
-WHERE namespace = $1 AND id = $2
+SET unique_expires_at = statement_timestamp() + :unique_ttl_ms::bigint * interval '1 millisecond'
+WHERE namespace = :namespace AND id = :job_id
 
 -- name: job_unique_key_finished_release
--- Finished jobs $2 give up the unique key they still hold (a dedup 'replace',
--- RemoveDeduplicationKey).  $1 namespace.
+-- Parameters, in order: :namespace, :released.
+-- Finished jobs :released give up the unique key they still hold (a dedup 'replace',
+-- RemoveDeduplicationKey).  :namespace.
 UPDATE pgqueue_finished
 SET unique_expires_at = NULL
-WHERE namespace = $1 AND id = ANY($2::text[])
+WHERE namespace = :namespace AND id = ANY(:released::text[])
 
 -- name: job_find_live_owners
 -- For skipped admissions: the live job holding each id or (queue, unique key).
--- $1 namespace, $2 ids, $3 queues, $4 unique keys (aligned).  Returns ord, id, by.
+-- :namespace, :ids, :queues, :unique_keys (aligned).  Returns ord, id, by.
 SELECT i.ord, o.id, o.by
-FROM unnest($2::text[], $3::text[], $4::text[]) WITH ORDINALITY AS i(id, queue, unique_key, ord)
+FROM unnest(:ids::text[], :queues::text[], :unique_keys::text[]) WITH ORDINALITY AS i(id, queue, unique_key, ord)
 CROSS JOIN LATERAL (
-    SELECT j.id, 'id' AS by FROM pgqueue_jobs j WHERE j.namespace = $1 AND j.id = i.id
+    SELECT j.id, 'id' AS by FROM pgqueue_jobs j WHERE j.namespace = :namespace AND j.id = i.id
     UNION ALL
     SELECT j.id, 'unique_key' FROM pgqueue_jobs j
-    WHERE i.unique_key IS NOT NULL AND j.namespace = $1 AND j.queue = i.queue
+    WHERE i.unique_key IS NOT NULL AND j.namespace = :namespace AND j.queue = i.queue
       AND j.unique_key = i.unique_key
     LIMIT 1
 ) AS o
 
 -- name: job_unique_key_extend
--- Dedup 'extend': refresh the TTL of the live key's owner.  $1 namespace,
--- $2 queue, $3 unique key, $4 ttl_ms.  Returns the owner's id.
+-- Dedup 'extend': refresh the TTL of the live key's owner.  :namespace,
+-- :queue, :unique_key, :unique_ttl_ms.  Returns the owner's id.
 UPDATE pgqueue_jobs
-SET unique_expires_at = statement_timestamp() + $4::bigint * interval '1 millisecond'
-WHERE namespace = $1 AND queue = $2 AND unique_key = $3
+SET unique_expires_at = statement_timestamp() + :unique_ttl_ms::bigint * interval '1 millisecond'
+WHERE namespace = :namespace AND queue = :queue AND unique_key = :unique_key
 RETURNING id
 
 -- name: job_unique_key_take_over
 -- Dedup 'replace': an active owner keeps running but gives up its key; a
--- pending owner without dependents is removed.  $1 namespace, $2 queue,
--- $3 unique key.  Returns the owner's id, state, whether it was removed.
+-- pending owner without dependents is removed.  :namespace, :queue,
+-- :unique_key.  Returns the owner's id, state, whether it was removed.
 WITH owner AS (
     SELECT id, state, has_dependents FROM pgqueue_jobs
-    WHERE namespace = $1 AND queue = $2 AND unique_key = $3
+    WHERE namespace = :namespace AND queue = :queue AND unique_key = :unique_key
     FOR UPDATE
 ), released AS (
     UPDATE pgqueue_jobs j SET unique_key = NULL, unique_expires_at = NULL
     FROM owner o
-    WHERE j.namespace = $1 AND j.id = o.id AND o.state = 'active'
+    WHERE j.namespace = :namespace AND j.id = o.id AND o.state = 'active'
     RETURNING j.id
 ), removed AS (
     DELETE FROM pgqueue_jobs j
     USING owner o
-    WHERE j.namespace = $1 AND j.id = o.id AND o.state <> 'active' AND NOT o.has_dependents
+    WHERE j.namespace = :namespace AND j.id = o.id AND o.state <> 'active' AND NOT o.has_dependents
     RETURNING j.id, j.queue
 ), events AS (
     INSERT INTO pgqueue_events (namespace, queue, job_id, type, payload)
-    SELECT $1, r.queue, r.id, 'removed', '{"reason": "replaced"}'::jsonb FROM removed r
+    SELECT :namespace, r.queue, r.id, 'removed', '{"reason": "replaced"}'::jsonb FROM removed r
 )
 SELECT o.id, o.state, o.has_dependents,
        EXISTS (SELECT 1 FROM removed) AS removed
@@ -233,72 +239,76 @@ FROM owner o
 
 -- name: job_flag_dependents
 -- Mark live jobs as having dependents (locks them, so their completion sees
--- the edge).  $1 namespace, $2 ids.  Returns the ids that are live.
+-- the edge).  :namespace, :ids.  Returns the ids that are live.
 UPDATE pgqueue_jobs
 SET has_dependents = true
-WHERE namespace = $1 AND id = ANY($2::text[])
+WHERE namespace = :namespace AND id = ANY(:ids::text[])
 RETURNING id, state
 
 -- name: job_completed_ids
--- Which of $2 have a completion on record (state completed in pgqueue_finished).
+-- Parameters, in order: :namespace, :ids.
+-- Which of :ids have a completion on record (state completed in pgqueue_finished).
 SELECT id FROM pgqueue_finished
-WHERE namespace = $1 AND id = ANY($2::text[]) AND state = 'completed'
+WHERE namespace = :namespace AND id = ANY(:ids::text[]) AND state = 'completed'
 
 -- name: dependency_insert_many
--- Dependency edges: job $2[i] waits for $3[i].  $1 namespace.
+-- Parameters, in order: :namespace, :job_ids, :depends_on.
+-- Dependency edges: job :job_ids[i] waits for :depends_on[i].  :namespace.
 INSERT INTO pgqueue_dependencies (namespace, job_id, depends_on)
-SELECT $1, d.job_id, d.depends_on
-FROM unnest($2::text[], $3::text[]) AS d(job_id, depends_on)
+SELECT :namespace, d.job_id, d.depends_on
+FROM unnest(:job_ids::text[], :depends_on::text[]) AS d(job_id, depends_on)
 ON CONFLICT DO NOTHING
 
 -- name: job_add_pending_deps
--- Add $3[i] (possibly negative) unresolved dependencies to live job $2[i]: a
+-- Parameters, in order: :namespace, :ids, :counts.
+-- Add :counts[i] (possibly negative) unresolved dependencies to live job :ids[i]: a
 -- pending job starts waiting for children, a waiting one left with none is
--- released.  $1 namespace.
+-- released.  :namespace.
 UPDATE pgqueue_jobs j
 SET pending_deps = greatest(j.pending_deps + d.n, 0),
     state = CASE WHEN j.state = 'pending' AND j.pending_deps + d.n > 0 THEN 'waiting-children'
                  WHEN j.state = 'waiting-children' AND j.pending_deps + d.n <= 0 THEN 'pending'
                  ELSE j.state END
-FROM unnest($2::text[], $3::int[]) AS d(id, n)
-WHERE j.namespace = $1 AND j.id = d.id
+FROM unnest(:ids::text[], :counts::int[]) AS d(id, n)
+WHERE j.namespace = :namespace AND j.id = d.id
 RETURNING j.id, j.state
 
 -- name: event_insert_many
--- Write outbox events and one NOTIFY hint.  $1 namespace, $2 queues, $3 job ids,
--- $4 types, $5 payloads (aligned).
+-- Write outbox events and one NOTIFY hint.  :namespace, :queues, :job_ids,
+-- :types, :payloads (aligned).
 WITH events AS (
     INSERT INTO pgqueue_events (namespace, queue, job_id, type, payload)
-    SELECT $1, e.queue, e.job_id, e.type, e.payload
-    FROM unnest($2::text[], $3::text[], $4::text[], $5::jsonb[]) AS e(queue, job_id, type, payload)
+    SELECT :namespace, e.queue, e.job_id, e.type, e.payload
+    FROM unnest(:queues::text[], :job_ids::text[], :types::text[], :payloads::jsonb[]) AS e(queue, job_id, type, payload)
     RETURNING id, queue
 )
--- include: notify_hint(namespace=$1)
+-- include: notify_hint(namespace=:namespace)
 
 -- name: job_attach_child
--- Legacy child-first flows (UpdateParent): make $3 the parent of $2.  A live
+-- Parameters, in order: :namespace, :child_id, :parent_id.
+-- Legacy child-first flows (UpdateParent): make :parent_id the parent of :child_id.  A live
 -- child becomes a dependency of the parent (which waits for it); a finished
 -- child only records its parent (its result counts among the parent's
--- children values).  $1 namespace.  Returns where the child was found.
+-- children values).  :namespace.  Returns where the child was found.
 WITH parent AS (
     SELECT id, queue FROM pgqueue_jobs
-    WHERE namespace = $1 AND id = $3
+    WHERE namespace = :namespace AND id = :parent_id
     FOR UPDATE
 ), live_child AS (
     UPDATE pgqueue_jobs c
     SET parent_id = p.id, parent_queue = p.queue, has_dependents = true
     FROM parent p
-    WHERE c.namespace = $1 AND c.id = $2 AND c.parent_id IS DISTINCT FROM p.id
+    WHERE c.namespace = :namespace AND c.id = :child_id AND c.parent_id IS DISTINCT FROM p.id
     RETURNING c.id
 ), finished_child AS (
     UPDATE pgqueue_finished c
     SET parent_id = p.id, parent_queue = p.queue
     FROM parent p
-    WHERE c.namespace = $1 AND c.id = $2
+    WHERE c.namespace = :namespace AND c.id = :child_id
     RETURNING c.id, c.state
 ), edge AS (
     INSERT INTO pgqueue_dependencies (namespace, job_id, depends_on)
-    SELECT $1, $3, l.id FROM live_child l
+    SELECT :namespace, :parent_id, l.id FROM live_child l
     ON CONFLICT DO NOTHING
     RETURNING job_id
 ), waiting AS (
@@ -306,7 +316,7 @@ WITH parent AS (
     SET pending_deps = j.pending_deps + 1,
         state = CASE WHEN j.state = 'pending' THEN 'waiting-children' ELSE j.state END
     FROM edge e
-    WHERE j.namespace = $1 AND j.id = e.job_id
+    WHERE j.namespace = :namespace AND j.id = e.job_id
     RETURNING j.id
 )
 SELECT (SELECT count(*) FROM parent) AS parent_found,

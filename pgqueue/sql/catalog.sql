@@ -4,14 +4,14 @@
 SELECT current_schema() AS name, quote_ident(current_schema()) AS quoted
 
 -- name: catalog_functions
--- Functions and procedures named pgqueue_* in schema $1, with their definitions.
+-- Functions and procedures named pgqueue_* in schema :schema, with their definitions.
 SELECT p.proname AS name,
        pg_get_function_identity_arguments(p.oid) AS arguments,
        p.prokind AS kind,
        CASE WHEN p.prokind IN ('f', 'p') THEN pg_get_functiondef(p.oid) END AS definition
 FROM pg_proc p
 JOIN pg_namespace n ON n.oid = p.pronamespace
-WHERE n.nspname = $1 AND p.proname LIKE 'pgqueue\_%'
+WHERE n.nspname = :schema AND p.proname LIKE 'pgqueue\_%'
 ORDER BY p.proname, arguments
 
 -- name: catalog_api_functions
@@ -27,7 +27,7 @@ WHERE n.nspname = 'pgqueue'
 ORDER BY p.proname, arguments
 
 -- name: catalog_sequences
--- Sequences named pgqueue_* in schema $1 (not those behind identity columns),
+-- Sequences named pgqueue_* in schema :schema (not those behind identity columns),
 -- with the column that owns each one, if any.
 SELECT quote_ident(c.relname) AS name,
        format_type(s.seqtypid, NULL) AS type,
@@ -46,14 +46,14 @@ SELECT quote_ident(c.relname) AS name,
 FROM pg_class c
 JOIN pg_namespace n ON n.oid = c.relnamespace
 JOIN pg_sequence s ON s.seqrelid = c.oid
-WHERE n.nspname = $1 AND c.relkind = 'S' AND c.relname LIKE 'pgqueue\_%'
+WHERE n.nspname = :schema AND c.relkind = 'S' AND c.relname LIKE 'pgqueue\_%'
   AND NOT EXISTS (SELECT 1 FROM pg_depend d
                   WHERE d.classid = 'pg_class'::regclass AND d.objid = c.oid
                     AND d.deptype = 'i')
 ORDER BY c.relname
 
 -- name: catalog_relations
--- Relations named pgqueue_* in schema $1 other than sequences and indexes:
+-- Relations named pgqueue_* in schema :schema other than sequences and indexes:
 -- kind, persistence, storage options, and whether they inherit (partitions).
 SELECT c.relname AS raw_name,
        quote_ident(c.relname) AS name,
@@ -65,12 +65,12 @@ SELECT c.relname AS raw_name,
        CASE WHEN c.relkind IN ('v', 'm') THEN pg_get_viewdef(c.oid) END AS view_definition
 FROM pg_class c
 JOIN pg_namespace n ON n.oid = c.relnamespace
-WHERE n.nspname = $1 AND c.relname LIKE 'pgqueue\_%'
+WHERE n.nspname = :schema AND c.relname LIKE 'pgqueue\_%'
   AND c.relkind NOT IN ('S', 'i', 'I')
 ORDER BY c.relname
 
 -- name: catalog_columns
--- Columns of the tables named pgqueue_* in schema $1, in table then column order:
+-- Columns of the tables named pgqueue_* in schema :schema, in table then column order:
 -- type, collation (when not the type's own), default or generation expression,
 -- identity, NOT NULL.
 SELECT c.relname AS table_name,
@@ -90,12 +90,12 @@ JOIN pg_class c ON c.oid = a.attrelid
 JOIN pg_namespace n ON n.oid = c.relnamespace
 JOIN pg_type t ON t.oid = a.atttypid
 LEFT JOIN pg_attrdef ad ON ad.adrelid = a.attrelid AND ad.adnum = a.attnum
-WHERE n.nspname = $1 AND c.relname LIKE 'pgqueue\_%' AND c.relkind IN ('r', 'p')
+WHERE n.nspname = :schema AND c.relname LIKE 'pgqueue\_%' AND c.relkind IN ('r', 'p')
   AND a.attnum > 0 AND NOT a.attisdropped
 ORDER BY c.relname, a.attnum
 
 -- name: catalog_constraints
--- Table constraints of the tables named pgqueue_* in schema $1 (NOT NULL is a
+-- Table constraints of the tables named pgqueue_* in schema :schema (NOT NULL is a
 -- column property here, whether or not the server stores it as a constraint).
 SELECT quote_ident(c.relname) AS table_name,
        quote_ident(con.conname) AS name,
@@ -104,33 +104,33 @@ SELECT quote_ident(c.relname) AS table_name,
 FROM pg_constraint con
 JOIN pg_class c ON c.oid = con.conrelid
 JOIN pg_namespace n ON n.oid = c.relnamespace
-WHERE n.nspname = $1 AND c.relname LIKE 'pgqueue\_%'
+WHERE n.nspname = :schema AND c.relname LIKE 'pgqueue\_%'
   AND con.contype <> 'n' AND con.conislocal
 ORDER BY c.relname, con.conname
 
 -- name: catalog_indexes
--- Indexes of the tables named pgqueue_* in schema $1, except those that a
+-- Indexes of the tables named pgqueue_* in schema :schema, except those that a
 -- primary key, unique or exclusion constraint creates.
 SELECT i.relname AS name, pg_get_indexdef(i.oid) AS definition
 FROM pg_index x
 JOIN pg_class i ON i.oid = x.indexrelid
 JOIN pg_class c ON c.oid = x.indrelid
 JOIN pg_namespace n ON n.oid = c.relnamespace
-WHERE n.nspname = $1 AND c.relname LIKE 'pgqueue\_%'
+WHERE n.nspname = :schema AND c.relname LIKE 'pgqueue\_%'
   AND NOT EXISTS (SELECT 1 FROM pg_constraint con
                   WHERE con.conindid = x.indexrelid AND con.conrelid = x.indrelid
                     AND con.contype IN ('p', 'u', 'x'))
 ORDER BY i.relname
 
 -- name: catalog_triggers
--- User triggers on the tables named pgqueue_* in schema $1.
+-- User triggers on the tables named pgqueue_* in schema :schema.
 SELECT c.relname AS table_name, t.tgname AS name, pg_get_triggerdef(t.oid) AS definition
 FROM pg_trigger t
 JOIN pg_class c ON c.oid = t.tgrelid
 JOIN pg_namespace n ON n.oid = c.relnamespace
-WHERE n.nspname = $1 AND c.relname LIKE 'pgqueue\_%' AND NOT t.tgisinternal
+WHERE n.nspname = :schema AND c.relname LIKE 'pgqueue\_%' AND NOT t.tgisinternal
 ORDER BY c.relname, t.tgname
 
 -- name: catalog_database_exists
--- Whether database $1 exists on this server (asked on its maintenance database).
-SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1) AS present
+-- Whether database :database exists on this server (asked on its maintenance database).
+SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = :database) AS present

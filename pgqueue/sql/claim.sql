@@ -14,8 +14,12 @@
 -- else :default_lease_ms, the broker's default).  The first lease of a claim lasts at least
 -- the queue's gracePeriod; every lease ends by the job's timeout.
 -- Always returns at least one row: session_live, plan_needed, then the
--- claimed job's columns (NULL when nothing was claimed).
-WITH session AS (
+-- claimed job's columns (NULL when nothing was claimed).  :now is the clock
+-- due-ness and TTL expiry are judged against (NULL: the database clock; a test
+-- passes a later instant to move time); the lease is set on the database clock.
+WITH clock AS (
+    SELECT coalesce(:now::timestamptz, statement_timestamp()) AS now
+), session AS (
     SELECT EXISTS (SELECT 1 FROM pgqueue_brokers b
                    WHERE b.namespace = :namespace AND b.broker_id = :broker_id AND b.session_id = :session_id::uuid)
            AS live
@@ -38,8 +42,8 @@ WITH session AS (
       AND j.queue = :queue
       AND j.state = 'pending'
       AND j.group_id IS NULL
-      AND j.run_at <= statement_timestamp()
-      AND (j.expires_at IS NULL OR j.expires_at > statement_timestamp())
+      AND j.run_at <= (SELECT now FROM clock)
+      AND (j.expires_at IS NULL OR j.expires_at > (SELECT now FROM clock))
       AND (SELECT live FROM session)
       AND NOT (SELECT paused OR plan_needed FROM settings)
     ORDER BY j.priority DESC, j.sort_key, j.id
@@ -49,17 +53,13 @@ WITH session AS (
     UPDATE pgqueue_jobs j
     SET state = 'active',
         fence = j.fence + 1,
-        lease_token = (j.fence + 1)::text || ':'
-            || md5(j.token_salt::text || ':' || (j.fence + 1)::text)::uuid::text,
+        lease_token = pgqueue_lease_token(j.fence + 1, j.token_salt),
         lease_owner = :owner,
         lease_broker = :broker_id,
         lease_session = :session_id::uuid,
         started_at = statement_timestamp(),
-        lease_until = statement_timestamp()
-            + least(greatest(1, s.lease_ms, s.grace_ms),
-                    coalesce(j.timeout_ms, 9223372036854775807),
-                    coalesce(j.stall_timeout_ms, greatest(1, s.lease_ms, s.grace_ms)))
-              * interval '1 millisecond'
+        lease_until = pgqueue_lease_until(statement_timestamp(), s.lease_ms, s.grace_ms,
+                                          j.timeout_ms, j.stall_timeout_ms)
     FROM locked, settings s
     WHERE j.namespace = :namespace AND j.id = locked.id
     RETURNING j.*

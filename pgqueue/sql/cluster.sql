@@ -2,26 +2,26 @@
 -- Every broker session of a namespace: its process, liveness on the database clock,
 -- whether it drains, whether it holds the maintenance seat, and the status it last
 -- reported (broker_status_report: LISTEN, projection staleness; NULL until then).
--- $1 namespace, $2 stale_ms, $3 seat name.
+-- :namespace, :session_stale_ms, :maintenance_seat name.
 SELECT b.broker_id, b.session_id::text AS session_id, b.hostname, b.pid,
        (extract(epoch FROM b.started_at) * 1000)::float8 AS started_at,
        (extract(epoch FROM b.heartbeat_at) * 1000)::float8 AS heartbeat_at,
        (extract(epoch FROM clock_timestamp() - b.heartbeat_at) * 1000)::float8 AS silent_ms,
-       b.heartbeat_at > clock_timestamp() - $2::bigint * interval '1 millisecond' AS live,
+       b.heartbeat_at > clock_timestamp() - :session_stale_ms::bigint * interval '1 millisecond' AS live,
        (extract(epoch FROM b.draining_since) * 1000)::float8 AS draining_since,
        (l.holder IS NOT NULL) AS leader,
        b.status::text AS status,
        (extract(epoch FROM clock_timestamp() - b.heartbeat_at) * 1000)::float8 AS status_age_ms
 FROM pgqueue_brokers b
 LEFT JOIN pgqueue_leaders l
-       ON l.namespace = b.namespace AND l.name = $3 AND l.holder = b.session_id
+       ON l.namespace = b.namespace AND l.name = :maintenance_seat AND l.holder = b.session_id
       AND l.expires_at > clock_timestamp()
-WHERE b.namespace = $1
+WHERE b.namespace = :namespace
 ORDER BY b.broker_id
 
 -- name: broker_status_report
 -- A broker's own status (what only it knows: LISTEN or poll-only, projection
--- staleness), written on its session row with each report.  $1 namespace,
--- $2 session id, $3 the status document.
-UPDATE pgqueue_brokers SET status = $3::jsonb
-WHERE namespace = $1 AND session_id = $2::uuid
+-- staleness), written on its session row with each report.  :namespace,
+-- :session_id, :status the status document.
+UPDATE pgqueue_brokers SET status = :status::jsonb
+WHERE namespace = :namespace AND session_id = :session_id::uuid

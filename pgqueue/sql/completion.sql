@@ -147,20 +147,20 @@ FROM done d, (SELECT count(*) FROM notified) AS hint
 -- job's processing deadline (it cannot be renewed past it) still lets its
 -- holder report the failure after it, as a timeout (`timed_out`): the reaper
 -- would record the same, and the claim is still the current one (same token,
--- still active).  $1 namespace, $2 ids, $3 tokens, $4 broker_id, $5 session_id.
+-- still active).  :namespace, :ids, :tokens, :broker_id, :session_id.
 SELECT j.*, i.ord, statement_timestamp() AS now,
        (j.timeout_ms IS NOT NULL
         AND j.started_at + j.timeout_ms * interval '1 millisecond' <= statement_timestamp())
            AS timed_out
-FROM unnest($2::text[], $3::text[]) WITH ORDINALITY AS i(id, token, ord)
-JOIN pgqueue_jobs j ON j.namespace = $1 AND j.id = i.id
+FROM unnest(:ids::text[], :tokens::text[]) WITH ORDINALITY AS i(id, token, ord)
+JOIN pgqueue_jobs j ON j.namespace = :namespace AND j.id = i.id
 WHERE j.state = 'active'
   AND j.lease_token = i.token
   AND (j.lease_until > statement_timestamp()
        OR (j.timeout_ms IS NOT NULL
            AND j.lease_until >= j.started_at + j.timeout_ms * interval '1 millisecond'))
   AND EXISTS (SELECT 1 FROM pgqueue_brokers b
-              WHERE b.namespace = $1 AND b.broker_id = $4 AND b.session_id = $5::uuid)
+              WHERE b.namespace = :namespace AND b.broker_id = :broker_id AND b.session_id = :session_id::uuid)
 ORDER BY j.id
 FOR UPDATE OF j
 
@@ -220,14 +220,13 @@ FROM requeued r, (SELECT count(*) FROM notified) AS hint
 -- most the final one and its uuid derived from the job's token_salt; rows
 -- archived without a salt accept any well-formed token up to their fence),
 -- and whether it was cancelled while active (job_cancel_active).
--- $1 namespace, $2 ids, $3 tokens, $4 broker_id, $5 session_id.
+-- :namespace, :ids, :tokens, :broker_id, :session_id.
 SELECT i.ord, i.id,
        j.state AS live_state,
        f.state AS finished_state,
        coalesce(t.fence BETWEEN 1 AND f.fence
                 AND (f.token_salt IS NULL
-                     OR i.token = t.fence::text || ':'
-                        || md5(f.token_salt::text || ':' || t.fence::text)::uuid::text),
+                     OR i.token = pgqueue_lease_token(t.fence, f.token_salt)),
                 false) AS token_issued,
        (j.state = 'active' AND j.lease_token = i.token
         AND j.lease_until > statement_timestamp()) AS lease_valid,
@@ -235,24 +234,25 @@ SELECT i.ord, i.id,
                 false) AS cancelled,
        coalesce(j.has_dependents, false) AS has_dependents,
        EXISTS (SELECT 1 FROM pgqueue_brokers b
-               WHERE b.namespace = $1 AND b.broker_id = $4 AND b.session_id = $5::uuid)
+               WHERE b.namespace = :namespace AND b.broker_id = :broker_id AND b.session_id = :session_id::uuid)
            AS session_live
-FROM unnest($2::text[], $3::text[]) WITH ORDINALITY AS i(id, token, ord)
+FROM unnest(:ids::text[], :tokens::text[]) WITH ORDINALITY AS i(id, token, ord)
 CROSS JOIN LATERAL (
     SELECT CASE WHEN i.token ~ '^[0-9]{1,18}:' THEN split_part(i.token, ':', 1)::bigint END
 ) AS t(fence)
-LEFT JOIN pgqueue_jobs j ON j.namespace = $1 AND j.id = i.id
-LEFT JOIN pgqueue_finished f ON f.namespace = $1 AND f.id = i.id
+LEFT JOIN pgqueue_jobs j ON j.namespace = :namespace AND j.id = i.id
+LEFT JOIN pgqueue_finished f ON f.namespace = :namespace AND f.id = i.id
 
 -- name: dependency_resolve
--- Jobs $2 completed (or count as resolved): drop their edges and release the
--- dependents whose last dependency this was.  $1 namespace.
+-- Parameters, in order: :namespace, :job_ids.
+-- Jobs :job_ids completed (or count as resolved): drop their edges and release the
+-- dependents whose last dependency this was.  :namespace.
 WITH edges AS (
     DELETE FROM pgqueue_dependencies d
-    WHERE d.namespace = $1 AND d.depends_on = ANY($2::text[])
+    WHERE d.namespace = :namespace AND d.depends_on = ANY(:job_ids::text[])
     RETURNING d.job_id
 ),
--- include: dependency_release(namespace=$1)
+-- include: dependency_release(namespace=:namespace)
 SELECT r.id, r.queue, r.state FROM released r, (SELECT count(*) FROM notified) AS hint
 
 -- fragment: flow_failure_mode
@@ -268,29 +268,30 @@ CASE WHEN coalesce(({opts} ->> 'fail_parent_on_failure')::boolean, false)
 END
 
 -- name: flow_parents_continue
--- continue_parent_on_failure: the parents $2 that still wait for children run
+-- Parameters, in order: :namespace, :continued.
+-- continue_parent_on_failure: the parents :continued that still wait for children run
 -- at once: every edge they wait on goes (also those of children still
 -- running or waiting), and they are released with a 'waiting' event.
--- $1 namespace.  Returns the released parents.
+-- :namespace.  Returns the released parents.
 WITH parents AS (
     SELECT j.id FROM pgqueue_jobs j
-    WHERE j.namespace = $1 AND j.id = ANY($2::text[]) AND j.state = 'waiting-children'
+    WHERE j.namespace = :namespace AND j.id = ANY(:continued::text[]) AND j.state = 'waiting-children'
     ORDER BY j.id
     FOR UPDATE
 ), edges AS (
     DELETE FROM pgqueue_dependencies d
     USING parents p
-    WHERE d.namespace = $1 AND d.job_id = p.id
+    WHERE d.namespace = :namespace AND d.job_id = p.id
     RETURNING d.job_id
 ),
--- include: dependency_release(namespace=$1)
+-- include: dependency_release(namespace=:namespace)
 SELECT r.id, r.queue, r.state FROM released r, (SELECT count(*) FROM notified) AS hint
 
 -- name: job_lock_waiting_parents
 -- Lock parents that have not started yet (their child failed with
--- fail_parent_on_failure).  $1 namespace, $2 ids.
+-- fail_parent_on_failure).  :namespace, :failing ids.
 SELECT j.id, j.queue, j.fence, j.state
 FROM pgqueue_jobs j
-WHERE j.namespace = $1 AND j.id = ANY($2::text[]) AND j.state IN ('waiting-children', 'pending')
+WHERE j.namespace = :namespace AND j.id = ANY(:failing::text[]) AND j.state IN ('waiting-children', 'pending')
 ORDER BY j.id
 FOR UPDATE

@@ -6,11 +6,12 @@ s.skip_if_no_worker, s.priority, s.unique_key, s.dedup, s.job_options, s.source,
 s.executions, s.next_run_at, s.last_run_at, s.created_at, s.updated_at
 
 -- name: scheduler_lock
--- The scheduler $2 of namespace $1, locked for an upsert, and the database clock
+-- Parameters, in order: :namespace, :name.
+-- The scheduler :name of namespace :namespace, locked for an upsert, and the database clock
 -- (no row: a new scheduler; the caller reads the clock with scheduler_clock).
 SELECT s.executions, s.next_run_at, statement_timestamp() AS now
 FROM pgqueue_schedulers s
-WHERE s.namespace = $1 AND s.name = $2
+WHERE s.namespace = :namespace AND s.name = :name
 FOR UPDATE
 
 -- name: scheduler_clock
@@ -61,51 +62,53 @@ RETURNING
 -- include: scheduler_columns
 
 -- name: scheduler_get
--- Scheduler $2 of namespace $1 (no row: none).
+-- Parameters, in order: :namespace, :name.
+-- Scheduler :name of namespace :namespace (no row: none).
 SELECT
 -- include: scheduler_columns
 FROM pgqueue_schedulers s
-WHERE s.namespace = $1 AND s.name = $2
+WHERE s.namespace = :namespace AND s.name = :name
 
 -- name: scheduler_list
--- The schedulers of namespace $1 (of queue $2; NULL: every queue), by name,
--- at most $3.
+-- The schedulers of namespace :namespace (of queue :queue; NULL: every queue), by name,
+-- at most :limit.
 SELECT
 -- include: scheduler_columns
 FROM pgqueue_schedulers s
-WHERE s.namespace = $1 AND ($2::text IS NULL OR s.queue = $2)
+WHERE s.namespace = :namespace AND (:queue::text IS NULL OR s.queue = :queue)
 ORDER BY s.name
-LIMIT $3
+LIMIT :limit
 
 -- name: scheduler_delete
--- Remove scheduler $2 of namespace $1 with its tick records.  Returns its name
+-- Parameters, in order: :namespace, :name.
+-- Remove scheduler :name of namespace :namespace with its tick records.  Returns its name
 -- (no row: unknown).
 WITH gone AS (
-    DELETE FROM pgqueue_schedulers s WHERE s.namespace = $1 AND s.name = $2 RETURNING s.name
+    DELETE FROM pgqueue_schedulers s WHERE s.namespace = :namespace AND s.name = :name RETURNING s.name
 ), ticks AS (
     DELETE FROM pgqueue_scheduler_ticks t
-    WHERE t.namespace = $1 AND t.scheduler IN (SELECT name FROM gone)
+    WHERE t.namespace = :namespace AND t.scheduler IN (SELECT name FROM gone)
 )
 SELECT name FROM gone
 
 -- name: scheduler_lock_due
--- Due schedulers of namespace $1, at most $2, locked with SKIP LOCKED so that
--- brokers ticking at once share them out; $3 the clock they are judged against
+-- Due schedulers of namespace :namespace, at most :limit, locked with SKIP LOCKED so that
+-- brokers ticking at once share them out; :now the clock they are judged against
 -- (NULL: the database clock; a test passes a later instant to move time).
 -- Returns each row with that instant (now) and whether its queue has a live
--- worker (seen within $4 ms).
-WITH clock AS (SELECT coalesce($3::timestamptz, statement_timestamp()) AS now)
+-- worker (seen within :worker_stale_ms).
+WITH clock AS (SELECT coalesce(:now::timestamptz, statement_timestamp()) AS now)
 SELECT
 -- include: scheduler_columns
        , clock.now,
        EXISTS (SELECT 1 FROM pgqueue_workers w
                WHERE w.namespace = s.namespace AND s.queue = ANY (w.queues)
-                 AND w.last_seen > clock.now - $4::bigint * interval '1 millisecond')
+                 AND w.last_seen > clock.now - :worker_stale_ms::bigint * interval '1 millisecond')
            AS has_worker
 FROM pgqueue_schedulers s, clock
-WHERE s.namespace = $1 AND s.next_run_at <= clock.now
+WHERE s.namespace = :namespace AND s.next_run_at <= clock.now
 ORDER BY s.next_run_at, s.name
-LIMIT $2
+LIMIT :limit
 FOR UPDATE OF s SKIP LOCKED
 
 -- name: scheduler_ticks_claim
@@ -121,38 +124,41 @@ ON CONFLICT (namespace, scheduler, tick_at) DO NOTHING
 RETURNING tick_at, job_id
 
 -- name: scheduler_ticks_overlapped
--- Ticks of scheduler $2 (namespace $1) at $3 whose job was not admitted
+-- Parameters, in order: :namespace, :name, :tick_ats, :job_ids.
+-- Ticks of scheduler :name (namespace :namespace) at :tick_ats whose job was not admitted
 -- because a live one holds the scheduler's unique key: outcome 'overlap',
--- job_id the live job ($4).
+-- job_id the live job (:job_ids).
 UPDATE pgqueue_scheduler_ticks t
 SET outcome = 'overlap', job_id = o.job_id
-FROM unnest($3::timestamptz[], $4::text[]) AS o (tick_at, job_id)
-WHERE t.namespace = $1 AND t.scheduler = $2 AND t.tick_at = o.tick_at
+FROM unnest(:tick_ats::timestamptz[], :job_ids::text[]) AS o (tick_at, job_id)
+WHERE t.namespace = :namespace AND t.scheduler = :name AND t.tick_at = o.tick_at
 
 -- name: scheduler_advance
--- After a pass: scheduler $2 (namespace $1) ran $3 more executions, its last
--- tick was $4 (NULL: keep) and its next run is $5 (NULL: spent).  A
--- compare-and-set on the next run the pass read ($6): a row changed meanwhile
+-- Parameters, in order: :namespace, :name, :executions, :last_run_at, :next_run_at, :expected_next_run_at.
+-- After a pass: scheduler :name (namespace :namespace) ran :executions more executions, its last
+-- tick was :last_run_at (NULL: keep) and its next run is :next_run_at (NULL: spent).  A
+-- compare-and-set on the next run the pass read (:expected_next_run_at): a row changed meanwhile
 -- (an upsert) is left as it is.  Returns the row (no row: changed).
 UPDATE pgqueue_schedulers s
-SET executions = s.executions + $3::int,
-    last_run_at = coalesce($4::timestamptz, s.last_run_at),
-    next_run_at = $5::timestamptz,
+SET executions = s.executions + :executions::int,
+    last_run_at = coalesce(:last_run_at::timestamptz, s.last_run_at),
+    next_run_at = :next_run_at::timestamptz,
     updated_at = statement_timestamp()
-WHERE s.namespace = $1 AND s.name = $2 AND s.next_run_at = $6::timestamptz
+WHERE s.namespace = :namespace AND s.name = :name AND s.next_run_at = :expected_next_run_at::timestamptz
 RETURNING s.name
 
 -- name: scheduler_ticks_prune
--- Forget tick records of namespace $1 admitted before $2 ms ago (the
--- schedulers' next runs are long past them), at most $3 per call.
+-- Forget tick records of namespace :namespace admitted before :kept_ms ago (the
+-- schedulers' next runs are long past them), at most :limit per call.
 DELETE FROM pgqueue_scheduler_ticks t
 USING (SELECT namespace, scheduler, tick_at FROM pgqueue_scheduler_ticks
-       WHERE namespace = $1
-         AND admitted_at < statement_timestamp() - $2::bigint * interval '1 millisecond'
-       LIMIT $3) old
+       WHERE namespace = :namespace
+         AND admitted_at < statement_timestamp() - :kept_ms::bigint * interval '1 millisecond'
+       LIMIT :limit) old
 WHERE t.namespace = old.namespace AND t.scheduler = old.scheduler AND t.tick_at = old.tick_at
 
 -- name: scheduler_tick_job
--- The job admitted for tick $3 of scheduler $2 (namespace $1); no row: none.
+-- Parameters, in order: :namespace, :name, :first.
+-- The job admitted for tick :first of scheduler :name (namespace :namespace); no row: none.
 SELECT t.job_id FROM pgqueue_scheduler_ticks t
-WHERE t.namespace = $1 AND t.scheduler = $2 AND t.tick_at = $3
+WHERE t.namespace = :namespace AND t.scheduler = :name AND t.tick_at = :first

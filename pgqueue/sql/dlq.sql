@@ -86,10 +86,11 @@ CROSS JOIN LATERAL (SELECT :default_config::jsonb || coalesce(q.dlq_config, '{}'
 -- include: dlq_selection
 
 -- name: dlq_stats
--- Entry counts of one queue ($2) or of the whole namespace ($2 NULL), per
+-- Parameters, in order: :namespace, :queue, :defaults.
+-- Entry counts of one queue (:queue) or of the whole namespace (:queue NULL), per
 -- queue and reason: how many, how many have an auto-retry scheduled, how
--- many are expired, the oldest and newest entry (ms).  $1 namespace,
--- $3 the default DLQ config (jsonb, wire names).
+-- many are expired, the oldest and newest entry (ms).  :namespace,
+-- :defaults the default DLQ config (jsonb, wire names).
 SELECT d.queue, d.reason, count(*)::bigint AS total,
        count(*) FILTER (WHERE pgqueue_dlq_next_retry_at(d.entered_at, d.retry_count,
                                                         d.last_retry_at, c.config) IS NOT NULL)
@@ -100,13 +101,13 @@ SELECT d.queue, d.reason, count(*)::bigint AS total,
        (extract(epoch FROM max(d.entered_at)) * 1000)::float8 AS newest
 FROM pgqueue_dlq d
 LEFT JOIN pgqueue_queues q ON q.namespace = d.namespace AND q.queue = d.queue
-CROSS JOIN LATERAL (SELECT $3::jsonb || coalesce(q.dlq_config, '{}'::jsonb) AS config) c
-WHERE d.namespace = $1 AND ($2::text IS NULL OR d.queue = $2::text)
+CROSS JOIN LATERAL (SELECT :defaults::jsonb || coalesce(q.dlq_config, '{}'::jsonb) AS config) c
+WHERE d.namespace = :namespace AND (:queue::text IS NULL OR d.queue = :queue::text)
 GROUP BY d.queue, d.reason
 
 -- name: dlq_entry_queue
--- The queue of one dead-letter entry.  $1 namespace, $2 job id.
-SELECT queue FROM pgqueue_dlq WHERE namespace = $1 AND job_id = $2
+-- The queue of one dead-letter entry.  :namespace, :job_id.
+SELECT queue FROM pgqueue_dlq WHERE namespace = :namespace AND job_id = :job_id
 
 -- name: dlq_redrive
 -- Parameters: :namespace, :queue, the selection :job_ids, :reason, :older_than_ms,
@@ -277,29 +278,31 @@ FROM (SELECT count(*) FROM notified) AS hint
 LEFT JOIN audit a ON true
 
 -- name: dlq_entry_blockers
--- How many live jobs wait on dead-lettered job $3 of queue $2 (no row: no
--- such entry).  $1 namespace.
+-- Parameters, in order: :namespace, :queue, :job_id.
+-- How many live jobs wait on dead-lettered job :job_id of queue :queue (no row: no
+-- such entry).  :namespace.
 SELECT (SELECT count(*)::int
         FROM pgqueue_dependencies w
         JOIN pgqueue_jobs wj ON wj.namespace = w.namespace AND wj.id = w.job_id
-        WHERE w.namespace = $1 AND w.depends_on = d.job_id) AS blockers
+        WHERE w.namespace = :namespace AND w.depends_on = d.job_id) AS blockers
 FROM pgqueue_dlq d
-WHERE d.namespace = $1 AND d.queue = $2 AND d.job_id = $3
+WHERE d.namespace = :namespace AND d.queue = :queue AND d.job_id = :job_id
 
 -- name: dlq_audit_list
--- The newest audit rows of DLQ operations, of queue $2 or (NULL) every queue.
--- $1 namespace, $3 limit.
+-- Parameters, in order: :namespace, :queue, :limit.
+-- The newest audit rows of DLQ operations, of queue :queue or (NULL) every queue.
+-- :namespace, :limit.
 SELECT id, at, actor, action, queue, job_ids, filter, reason, count
 FROM pgqueue_dlq_audit
-WHERE namespace = $1 AND ($2::text IS NULL OR queue = $2::text)
+WHERE namespace = :namespace AND (:queue::text IS NULL OR queue = :queue::text)
 ORDER BY id DESC
-LIMIT $3
+LIMIT :limit
 
 -- name: dlq_upkeep_queues
 -- For the leader's DLQ upkeep: every queue with dead-letter entries, its DLQ
 -- config (defaults merged), how many entries it has, how many are expired and
--- how many are due for an auto-retry.  $1 namespace, $2 the default DLQ
--- config (jsonb, wire names), $3 the clock expiry and due-ness are judged at
+-- how many are due for an auto-retry.  :namespace, :defaults the default DLQ
+-- config (jsonb, wire names), :now the clock expiry and due-ness are judged at
 -- (NULL: the database clock; a test passes a later instant to move time).
 SELECT d.queue, min(c.config::text) AS config, count(*)::bigint AS total,
        count(*) FILTER (WHERE pgqueue_dlq_expires_at(d.entered_at, c.config)
@@ -308,43 +311,43 @@ SELECT d.queue, min(c.config::text) AS config, count(*)::bigint AS total,
                                                         d.last_retry_at, c.config)
                               <= clock.now)::bigint AS due
 FROM pgqueue_dlq d
-CROSS JOIN (SELECT coalesce($3::timestamptz, statement_timestamp()) AS now) clock
+CROSS JOIN (SELECT coalesce(:now::timestamptz, statement_timestamp()) AS now) clock
 LEFT JOIN pgqueue_queues q ON q.namespace = d.namespace AND q.queue = d.queue
-CROSS JOIN LATERAL (SELECT $2::jsonb || coalesce(q.dlq_config, '{}'::jsonb) AS config) c
-WHERE d.namespace = $1
+CROSS JOIN LATERAL (SELECT :defaults::jsonb || coalesce(q.dlq_config, '{}'::jsonb) AS config) c
+WHERE d.namespace = :namespace
 GROUP BY d.queue
 ORDER BY d.queue
 
 -- fragment: queue_config_get
--- The stored {column} of a queue (NULL: defaults).  $1 namespace, $2 queue.
-SELECT {column} FROM pgqueue_queues WHERE namespace = $1 AND queue = $2
+-- The stored {column} of a queue (NULL: defaults).  :namespace, :queue.
+SELECT {column} FROM pgqueue_queues WHERE namespace = :namespace AND queue = :queue
 
 -- fragment: queue_config_merge
--- Merge the validated patch $4 into queue $2's {column} (over the defaults $3
+-- Merge the validated patch :patch into queue :queue's {column} (over the defaults :defaults
 -- when none is stored yet), atomically; registers the queue when new.
--- $1 namespace.  Returns the config now stored.
+-- :namespace.  Returns the config now stored.
 INSERT INTO pgqueue_queues AS q (namespace, queue, {column})
-VALUES ($1, $2, $3::jsonb || $4::jsonb)
+VALUES (:namespace, :queue, :defaults::jsonb || :patch::jsonb)
 ON CONFLICT (namespace, queue) DO UPDATE
-    SET {column} = $3::jsonb || coalesce(q.{column}, '{}'::jsonb) || $4::jsonb
+    SET {column} = :defaults::jsonb || coalesce(q.{column}, '{}'::jsonb) || :patch::jsonb
 RETURNING {column}
 
 -- name: queue_dlq_config_get
--- The stored DLQ config of a queue (NULL: defaults).  $1 namespace, $2 queue.
+-- The stored DLQ config of a queue (NULL: defaults).  :namespace, :queue.
 -- include: queue_config_get(column=dlq_config)
 
 -- name: queue_dlq_config_merge
--- Merge the validated patch $4 into queue $2's DLQ config (over the defaults
--- $3 when none is stored yet), atomically; registers the queue when new.
--- $1 namespace.  Returns the config now stored.
+-- :namespace, :queue, :defaults, :patch: merge the validated patch into the
+-- queue's DLQ config (over the defaults when none is stored yet), atomically;
+-- registers the queue when new.  Returns the config now stored.
 -- include: queue_config_merge(column=dlq_config)
 
 -- name: queue_stall_config_get
--- The stored stall config of a queue (NULL: defaults).  $1 namespace, $2 queue.
+-- The stored stall config of a queue (NULL: defaults).  :namespace, :queue.
 -- include: queue_config_get(column=stall_config)
 
 -- name: queue_stall_config_merge
--- Merge the validated patch $4 into queue $2's stall config (over the
--- defaults $3 when none is stored yet), atomically; registers the queue when
--- new.  $1 namespace.  Returns the config now stored.
+-- :namespace, :queue, :defaults, :patch: merge the validated patch into the
+-- queue's stall config (over the defaults when none is stored yet), atomically;
+-- registers the queue when new.  Returns the config now stored.
 -- include: queue_config_merge(column=stall_config)

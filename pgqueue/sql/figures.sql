@@ -55,22 +55,23 @@ CROSS JOIN LATERAL (
 ORDER BY n.queue
 
 -- name: dlq_size_by_reason
--- Dead-lettered entries per queue and reason (the DLQ's reason index).  $1 namespace.
+-- Dead-lettered entries per queue and reason (the DLQ's reason index).  :namespace.
 SELECT d.queue, d.reason, count(*)::bigint AS entries
 FROM pgqueue_dlq d
-WHERE d.namespace = $1
+WHERE d.namespace = :namespace
 GROUP BY d.queue, d.reason
 ORDER BY d.queue, d.reason
 
 -- name: worker_slots
--- Worker slots per queue of the workers seen within $2 ms: registered
--- (concurrency) and busy (the active jobs of their last heartbeat).  $1 namespace.
+-- Parameters, in order: :namespace, :worker_stale_ms.
+-- Worker slots per queue of the workers seen within :worker_stale_ms: registered
+-- (concurrency) and busy (the active jobs of their last heartbeat).  :namespace.
 SELECT s.queue, count(*)::bigint AS workers,
        sum(w.concurrency)::bigint AS slots, sum(w.active_jobs)::bigint AS busy
 FROM pgqueue_workers w
 CROSS JOIN LATERAL unnest(w.queues) AS s(queue)
-WHERE w.namespace = $1
-  AND w.last_seen > clock_timestamp() - $2::bigint * interval '1 millisecond'
+WHERE w.namespace = :namespace
+  AND w.last_seen > clock_timestamp() - :worker_stale_ms::bigint * interval '1 millisecond'
 GROUP BY s.queue
 ORDER BY s.queue
 
@@ -84,19 +85,20 @@ ORDER BY c.relname
 
 -- name: job_lease_holder
 -- Who holds a live job's lease: the broker, its session, the worker (owner)
--- and until when (ms), on the database clock.  $1 namespace, $2 id.  No row:
+-- and until when (ms), on the database clock.  :namespace, :job_id.  No row:
 -- the job is not live.
 SELECT j.state, j.lease_broker, j.lease_session::text AS lease_session, j.lease_owner,
        (extract(epoch FROM j.lease_until) * 1000)::float8 AS lease_until,
        (extract(epoch FROM j.lease_until - clock_timestamp()) * 1000)::float8 AS lease_left_ms
 FROM pgqueue_jobs j
-WHERE j.namespace = $1 AND j.id = $2
+WHERE j.namespace = :namespace AND j.id = :job_id
 
 -- name: job_timeline
+-- Parameters, in order: :namespace, :job_id, :limit.
 -- A job's state changes still in the outbox (its index (namespace, job_id, id)),
--- oldest first, at most $3.  $1 namespace, $2 id.
+-- oldest first, at most :limit.  :namespace, :job_id.
 SELECT e.type, (extract(epoch FROM e.created_at) * 1000)::float8 AS at, e.payload::text AS payload
 FROM pgqueue_events e
-WHERE e.namespace = $1 AND e.job_id = $2
+WHERE e.namespace = :namespace AND e.job_id = :job_id
 ORDER BY e.id
-LIMIT $3::int
+LIMIT :limit::int

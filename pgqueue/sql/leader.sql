@@ -1,9 +1,10 @@
 -- name: leader_attempt_elect
--- Become (or stay) leader of $2 when the seat is free, expired, or already ours.
--- $1 namespace, $2 name, $3 holder session, $4 broker_id, $5 ttl_ms.  A row means we lead.
+-- Parameters, in order: :namespace, :seat, :session_id, :broker_id, :leader_ttl_ms.
+-- Become (or stay) leader of :seat when the seat is free, expired, or already ours.
+-- :namespace, :seat name, :session_id holder session, :broker_id, :leader_ttl_ms.  A row means we lead.
 INSERT INTO pgqueue_leaders AS l (namespace, name, holder, broker_id, elected_at, expires_at)
-VALUES ($1, $2, $3::uuid, $4, clock_timestamp(),
-        clock_timestamp() + $5::bigint * interval '1 millisecond')
+VALUES (:namespace, :seat, :session_id::uuid, :broker_id, clock_timestamp(),
+        clock_timestamp() + :leader_ttl_ms::bigint * interval '1 millisecond')
 ON CONFLICT (namespace, name) DO UPDATE
     SET holder = EXCLUDED.holder,
         broker_id = EXCLUDED.broker_id,
@@ -14,5 +15,5 @@ ON CONFLICT (namespace, name) DO UPDATE
 RETURNING holder
 
 -- name: leader_resign
--- Give up the seat if we hold it.  $1 namespace, $2 name, $3 holder session.
-DELETE FROM pgqueue_leaders WHERE namespace = $1 AND name = $2 AND holder = $3::uuid
+-- Give up the seat if we hold it.  :namespace, :seat name, :session_id holder session.
+DELETE FROM pgqueue_leaders WHERE namespace = :namespace AND name = :seat AND holder = :session_id::uuid

@@ -48,17 +48,17 @@ WHERE v.fresh
 
 -- name: job_lock_session_leases
 -- The active jobs leased through one broker session (graceful shutdown
--- releases them at once).  $1 namespace, $2 session_id, $3 limit.
+-- releases them at once).  :namespace, :session_id, :limit.
 SELECT j.id, j.fence
 FROM pgqueue_jobs j
-WHERE j.namespace = $1 AND j.state = 'active' AND j.lease_session = $2::uuid
+WHERE j.namespace = :namespace AND j.state = 'active' AND j.lease_session = :session_id::uuid
 ORDER BY j.id
-LIMIT $3
+LIMIT :limit
 FOR UPDATE SKIP LOCKED
 
 -- name: job_lock_expired_leases
 -- Active jobs whose lease ended on the database clock, oldest first, locked
--- for the reaper.  $1 namespace, $2 limit, $3 the clock (NULL: the database
+-- for the reaper.  :namespace, :limit, :now the clock (NULL: the database
 -- clock; a test passes a later instant to move time).
 SELECT j.id, j.queue, j.fence, j.attempts, j.max_attempts, j.backoff_type, j.backoff_ms,
        j.backoff_max_ms, j.stall_count, j.timeout_ms, j.stall_timeout_ms,
@@ -70,24 +70,24 @@ SELECT j.id, j.queue, j.fence, j.attempts, j.max_attempts, j.backoff_type, j.bac
            AS timed_out,
        (extract(epoch FROM clock.now) * 1000)::float8 AS now
 FROM pgqueue_jobs j,
-     (SELECT coalesce($3::timestamptz, statement_timestamp()) AS now) clock
-WHERE j.namespace = $1 AND j.state = 'active' AND j.lease_until <= clock.now
+     (SELECT coalesce(:now::timestamptz, statement_timestamp()) AS now) clock
+WHERE j.namespace = :namespace AND j.state = 'active' AND j.lease_until <= clock.now
 ORDER BY j.lease_until, j.id
-LIMIT $2
+LIMIT :limit
 FOR UPDATE OF j SKIP LOCKED
 
 -- name: job_lock_expired_ttl
 -- Pending jobs whose TTL passed on the database clock, locked for the reaper.
--- $1 namespace, $2 limit, $3 the clock (NULL: the database clock).
+-- :namespace, :limit, :now the clock (NULL: the database clock).
 SELECT j.id, j.queue, j.fence, j.attempt_log
 FROM pgqueue_jobs j
-WHERE j.namespace = $1 AND j.state = 'pending'
-  AND j.expires_at <= coalesce($3::timestamptz, statement_timestamp())
+WHERE j.namespace = :namespace AND j.state = 'pending'
+  AND j.expires_at <= coalesce(:now::timestamptz, statement_timestamp())
 ORDER BY j.expires_at, j.id
-LIMIT $2
+LIMIT :limit
 FOR UPDATE OF j SKIP LOCKED
 
 -- name: queue_stall_configs
--- Stall settings of the given queues.  $1 namespace, $2 queues.
+-- Stall settings of the given queues.  :namespace, :queues.
 SELECT queue, stall_config FROM pgqueue_queues
-WHERE namespace = $1 AND queue = ANY($2::text[]) AND stall_config IS NOT NULL
+WHERE namespace = :namespace AND queue = ANY(:queues::text[]) AND stall_config IS NOT NULL

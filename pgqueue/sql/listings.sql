@@ -1,20 +1,20 @@
 -- fragment: job_list_branch
--- One state's head of a job_list_page: the first $4 + $5 rows of {rows} in the
+-- One state's head of a job_list_page: the first :offset + :limit rows of {rows} in the
 -- state {reported} (the condition {when}), by (created_at, id) {order}; skipped at
--- once when {reported} is not asked for in $3.
+-- once when {reported} is not asked for in :states.
 (SELECT '{src}' AS src, r.id, r.created_at
  FROM {rows} r
- WHERE r.namespace = $1 AND r.queue = $2 AND {when}
-   AND '{reported}' = ANY($3::text[])
+ WHERE r.namespace = :namespace AND r.queue = :queue AND {when}
+   AND '{reported}' = ANY(:states::text[])
  ORDER BY r.created_at {order}, r.id {order}
- LIMIT $4::bigint + $5::bigint)
+ LIMIT :offset::bigint + :limit::bigint)
 
 -- fragment: job_list_page
--- One page of a queue's jobs in the reported states $3, live and finished,
+-- One page of a queue's jobs in the reported states :states, live and finished,
 -- ordered by (created_at, id) {order} (ASC or DESC): each state reads its own
 -- listing-index range (a branch whose state is not asked for is skipped at
--- once), then the page is cut from the merged heads.  $1 namespace, $2 queue,
--- $4 offset, $5 limit.
+-- once), then the page is cut from the merged heads.  :namespace, :queue,
+-- :offset, :limit.
 WITH page AS (
     SELECT u.src, u.id, u.created_at
     FROM (
@@ -33,76 +33,77 @@ WITH page AS (
     -- include: job_list_branch(order={order}, src=finished, rows=pgqueue_finished, reported=failed, when=r.state = 'failed' AND NOT r.removed)
     ) AS u
     ORDER BY u.created_at {order}, u.id {order}
-    OFFSET $4::bigint
-    LIMIT $5::bigint
+    OFFSET :offset::bigint
+    LIMIT :limit::bigint
 )
 -- include: job_row_live
 FROM page p
-JOIN pgqueue_jobs j ON j.namespace = $1 AND j.id = p.id
+JOIN pgqueue_jobs j ON j.namespace = :namespace AND j.id = p.id
 WHERE p.src = 'live'
 UNION ALL
 -- include: job_row_finished
 FROM page p
-JOIN pgqueue_finished f ON f.namespace = $1 AND f.id = p.id
+JOIN pgqueue_finished f ON f.namespace = :namespace AND f.id = p.id
 WHERE p.src = 'finished'
 ORDER BY created_at {order}, id {order}
 
 -- name: job_list_asc
--- job_list_page, oldest first.  $1 namespace, $2 queue, $3 states, $4 offset, $5 limit.
+-- job_list_page, oldest first.  :namespace, :queue, :states, :offset, :limit.
 -- include: job_list_page(order=ASC)
 
 -- name: job_list_desc
--- job_list_page, newest first.  $1 namespace, $2 queue, $3 states, $4 offset, $5 limit.
+-- job_list_page, newest first.  :namespace, :queue, :states, :offset, :limit.
 -- include: job_list_page(order=DESC)
 
 -- name: job_count_pending
--- Pending jobs of a queue (waiting + prioritized + delayed).  $1 namespace, $2 queue.
+-- Pending jobs of a queue (waiting + prioritized + delayed).  :namespace, :queue.
 SELECT count(*)::bigint AS n FROM pgqueue_jobs j
-WHERE j.namespace = $1 AND j.queue = $2 AND j.state = 'pending'
+WHERE j.namespace = :namespace AND j.queue = :queue AND j.state = 'pending'
 
 -- name: job_counts_per_priority
--- Pending jobs of a queue per priority.  $1 namespace, $2 queue.
+-- Pending jobs of a queue per priority.  :namespace, :queue.
 SELECT j.priority, count(*)::bigint AS n FROM pgqueue_jobs j
-WHERE j.namespace = $1 AND j.queue = $2 AND j.state = 'pending'
+WHERE j.namespace = :namespace AND j.queue = :queue AND j.state = 'pending'
 GROUP BY j.priority
 ORDER BY j.priority
 
 -- name: queue_finished_per_minute
+-- Parameters, in order: :namespace, :queue, :state, :window.
 -- Finished jobs of a queue in one state per wall-clock minute, for the minutes that
--- have any, over the last $4 minutes (a range scan of pgqueue_finished_listing_idx).
+-- have any, over the last :window minutes (a range scan of pgqueue_finished_listing_idx).
 -- minutes_ago 0 is the current minute; now_minute_ms is its start (epoch ms).
--- $1 namespace, $2 queue, $3 state ('completed' or 'failed'), $4 minutes.
+-- :namespace, :queue, :state ('completed' or 'failed'), :window minutes.
 SELECT ((extract(epoch FROM date_trunc('minute', statement_timestamp()))
          - extract(epoch FROM date_trunc('minute', f.finished_at))) / 60)::int AS minutes_ago,
        count(*)::bigint AS n,
        (extract(epoch FROM date_trunc('minute', statement_timestamp())) * 1000)::bigint
            AS now_minute_ms
 FROM pgqueue_finished f
-WHERE f.namespace = $1 AND f.queue = $2 AND f.state = $3 AND NOT f.removed
+WHERE f.namespace = :namespace AND f.queue = :queue AND f.state = :state AND NOT f.removed
   AND f.finished_at >= date_trunc('minute', statement_timestamp())
-                       - make_interval(mins => $4::int - 1)
+                       - make_interval(mins => :window::int - 1)
 GROUP BY 1, 3
 ORDER BY 1
 
 -- name: queue_list
 -- Every queue of a namespace: the registry plus any queue that holds jobs
--- (distinct queues read with a skip scan over the listing indexes).  $1 namespace.
+-- (distinct queues read with a skip scan over the listing indexes).  :namespace.
 WITH RECURSIVE live(queue) AS (
-    (SELECT j.queue FROM pgqueue_jobs j WHERE j.namespace = $1 ORDER BY j.queue LIMIT 1)
+    (SELECT j.queue FROM pgqueue_jobs j WHERE j.namespace = :namespace ORDER BY j.queue LIMIT 1)
     UNION ALL
     SELECT (SELECT j.queue FROM pgqueue_jobs j
-            WHERE j.namespace = $1 AND j.queue > l.queue ORDER BY j.queue LIMIT 1)
+            WHERE j.namespace = :namespace AND j.queue > l.queue ORDER BY j.queue LIMIT 1)
     FROM live l
     WHERE l.queue IS NOT NULL
 ), done(queue) AS (
-    (SELECT f.queue FROM pgqueue_finished f WHERE f.namespace = $1 ORDER BY f.queue LIMIT 1)
+    (SELECT f.queue FROM pgqueue_finished f WHERE f.namespace = :namespace ORDER BY f.queue LIMIT 1)
     UNION ALL
     SELECT (SELECT f.queue FROM pgqueue_finished f
-            WHERE f.namespace = $1 AND f.queue > d.queue ORDER BY f.queue LIMIT 1)
+            WHERE f.namespace = :namespace AND f.queue > d.queue ORDER BY f.queue LIMIT 1)
     FROM done d
     WHERE d.queue IS NOT NULL
 )
-SELECT q.queue FROM pgqueue_queues q WHERE q.namespace = $1
+SELECT q.queue FROM pgqueue_queues q WHERE q.namespace = :namespace
 UNION
 SELECT queue FROM live WHERE queue IS NOT NULL
 UNION
@@ -112,10 +113,10 @@ ORDER BY 1
 -- name: job_wait_probe
 -- Where a job stands for a waiter: 'live', 'completed' or 'failed' (a
 -- completion hidden by removeOnComplete counts), its queue and result.
--- $1 namespace, $2 id.  No row: unknown.
+-- :namespace, :job_id.  No row: unknown.
 SELECT 'live' AS state, j.queue, NULL::json AS result
-FROM pgqueue_jobs j WHERE j.namespace = $1 AND j.id = $2
+FROM pgqueue_jobs j WHERE j.namespace = :namespace AND j.id = :job_id
 UNION ALL
 SELECT f.state, f.queue, f.result
-FROM pgqueue_finished f WHERE f.namespace = $1 AND f.id = $2
+FROM pgqueue_finished f WHERE f.namespace = :namespace AND f.id = :job_id
 LIMIT 1

@@ -9,6 +9,7 @@ WHERE s.relname LIKE 'pgqueue\_%'
 ORDER BY s.relname
 
 -- name: xmin_holders
+-- Parameters, in order: :limit.
 -- What holds the xmin horizon back (blocks vacuum and event retention,
 -- which deletes only below it): the oldest transactions and snapshots, replication slots and
 -- prepared transactions, with their age in transactions.
@@ -28,13 +29,13 @@ SELECT 'prepared_xact', p.gid, NULL, NULL, NULL, age(p.transaction),
        (extract(epoch FROM clock_timestamp() - p.prepared))::float8
 FROM pg_prepared_xacts p
 ORDER BY xid_age DESC NULLS LAST
-LIMIT $1::int
+LIMIT :limit::int
 
 -- name: cron_table_exists
 -- Whether this installation has a cron table (pgqueue_schedulers, on the search path).
 SELECT to_regclass('pgqueue_schedulers') IS NOT NULL
 
 -- name: cron_count
--- Cron schedules of namespace $1.  Run only when cron_table_exists says so (an
+-- Cron schedules of namespace :namespace.  Run only when cron_table_exists says so (an
 -- installation without cron has no such table: the statement would not parse).
-SELECT count(*)::bigint FROM pgqueue_schedulers WHERE namespace = $1
+SELECT count(*)::bigint FROM pgqueue_schedulers WHERE namespace = :namespace

@@ -1,199 +1,204 @@
 -- name: queue_set_paused
--- Pause ($3 true) or resume a queue for every broker (claims read this row in
+-- Parameters, in order: :namespace, :queue, :paused.
+-- Pause (:paused true) or resume a queue for every broker (claims read this row in
 -- SQL), with a 'paused' / 'resumed' event (job_id NULL) and a NOTIFY hint
--- that wakes long-polling claims on a resume.  $1 namespace, $2 queue.
+-- that wakes long-polling claims on a resume.  :namespace, :queue.
 WITH upserted AS (
     INSERT INTO pgqueue_queues AS q (namespace, queue, paused)
-    VALUES ($1, $2, $3::bool)
+    VALUES (:namespace, :queue, :paused::bool)
     ON CONFLICT (namespace, queue) DO UPDATE SET paused = EXCLUDED.paused
     RETURNING q.queue, q.paused
 ), events AS (
     INSERT INTO pgqueue_events (namespace, queue, job_id, type, payload)
-    SELECT $1, u.queue, NULL, CASE WHEN u.paused THEN 'paused' ELSE 'resumed' END, '{}'::jsonb
+    SELECT :namespace, u.queue, NULL, CASE WHEN u.paused THEN 'paused' ELSE 'resumed' END, '{}'::jsonb
     FROM upserted u
     RETURNING id, queue
 ), notified AS (
-    -- include: notify_hint(namespace=$1)
+    -- include: notify_hint(namespace=:namespace)
 )
 SELECT u.paused FROM upserted u, (SELECT count(*) FROM notified) AS hint
 
 -- name: queue_is_paused
--- Whether a queue is paused.  $1 namespace, $2 queue.
+-- Whether a queue is paused.  :namespace, :queue.
 SELECT coalesce((SELECT q.paused FROM pgqueue_queues q
-                 WHERE q.namespace = $1 AND q.queue = $2), false) AS paused
+                 WHERE q.namespace = :namespace AND q.queue = :queue), false) AS paused
 
 -- name: job_lock_pending_page
--- Lock the next page of a queue's pending jobs in the reported states $3
--- (waiting, prioritized, delayed), created at least $4 ms ago (NULL: any
--- age), after the cursor ($5 created_at, $6 id; NULL: from the start), in
--- listing order, skipping rows other transactions hold.  $1 namespace,
--- $2 queue, $7 limit.  Returns id, fence, state, created_at.
+-- Parameters, in order: :namespace, :queue, :states, :grace_ms, :after_created_at, :after_id, :limit.
+-- Lock the next page of a queue's pending jobs in the reported states :states
+-- (waiting, prioritized, delayed), created at least :grace_ms ago (NULL: any
+-- age), after the cursor (:after_created_at, :after_id; NULL: from the start), in
+-- listing order, skipping rows other transactions hold.  :namespace,
+-- :queue, :limit.  Returns id, fence, state, created_at.
 SELECT j.id, j.fence, j.state, j.created_at
 FROM pgqueue_jobs j
-WHERE j.namespace = $1
-  AND j.queue = $2
+WHERE j.namespace = :namespace
+  AND j.queue = :queue
   AND j.state = 'pending'
   AND (CASE WHEN j.run_at > statement_timestamp() THEN 'delayed'
             WHEN j.priority > 0 THEN 'prioritized'
-            ELSE 'waiting' END) = ANY($3::text[])
-  AND ($4::bigint IS NULL
-       OR j.created_at <= statement_timestamp() - $4::bigint * interval '1 millisecond')
-  AND ($5::timestamptz IS NULL OR (j.created_at, j.id) > ($5::timestamptz, $6::text))
+            ELSE 'waiting' END) = ANY(:states::text[])
+  AND (:grace_ms::bigint IS NULL
+       OR j.created_at <= statement_timestamp() - :grace_ms::bigint * interval '1 millisecond')
+  AND (:after_created_at::timestamptz IS NULL OR (j.created_at, j.id) > (:after_created_at::timestamptz, :after_id::text))
 ORDER BY j.created_at, j.id
-LIMIT $7
+LIMIT :limit
 FOR UPDATE SKIP LOCKED
 
 -- name: job_finished_delete_page
--- Delete up to $5 finished jobs of queue $2 in state $3 that finished at
--- least $4 ms ago, oldest first, with their DLQ entries and logs; a failed
+-- Parameters, in order: :namespace, :queue, :state, :grace_ms, :limit, :reason.
+-- Delete up to :limit finished jobs of queue :queue in state :state that finished at
+-- least :grace_ms ago, oldest first, with their DLQ entries and logs; a failed
 -- job that live jobs still wait on is kept, and so is a flow child whose
 -- parent is live or dead-lettered (the parent reads its result or error
 -- when it runs, also after a redrive).  The caller then drops the edges
 -- dead dependents kept towards them (dependency_edges_drop_dangling).
--- One 'removed' event each ({"prev": state, "reason": $6}) and one NOTIFY
--- hint.  $1 namespace.  Returns the deleted ids.
+-- One 'removed' event each ({"prev": state, "reason": :reason}) and one NOTIFY
+-- hint.  :namespace.  Returns the deleted ids.
 WITH picked AS (
     SELECT f.id
     FROM pgqueue_finished f
-    WHERE f.namespace = $1 AND f.queue = $2 AND f.state = $3 AND NOT f.removed
-      AND f.finished_at <= statement_timestamp() - $4::bigint * interval '1 millisecond'
+    WHERE f.namespace = :namespace AND f.queue = :queue AND f.state = :state AND NOT f.removed
+      AND f.finished_at <= statement_timestamp() - :grace_ms::bigint * interval '1 millisecond'
       AND NOT EXISTS (SELECT 1 FROM pgqueue_dependencies d
                       JOIN pgqueue_jobs dj ON dj.namespace = d.namespace AND dj.id = d.job_id
-                      WHERE d.namespace = $1 AND d.depends_on = f.id)
+                      WHERE d.namespace = :namespace AND d.depends_on = f.id)
       AND (f.parent_id IS NULL
            OR (NOT EXISTS (SELECT 1 FROM pgqueue_jobs p
-                           WHERE p.namespace = $1 AND p.id = f.parent_id)
+                           WHERE p.namespace = :namespace AND p.id = f.parent_id)
                AND NOT EXISTS (SELECT 1 FROM pgqueue_dlq p
-                               WHERE p.namespace = $1 AND p.job_id = f.parent_id)))
+                               WHERE p.namespace = :namespace AND p.job_id = f.parent_id)))
     ORDER BY f.finished_at, f.id
-    LIMIT $5
+    LIMIT :limit
     FOR UPDATE SKIP LOCKED
 ), deleted AS (
     DELETE FROM pgqueue_finished f
     USING picked p
-    WHERE f.namespace = $1 AND f.id = p.id
+    WHERE f.namespace = :namespace AND f.id = p.id
     RETURNING f.id, f.queue, f.state, f.finished_at
 ), dlq AS (
-    DELETE FROM pgqueue_dlq d USING deleted x WHERE d.namespace = $1 AND d.job_id = x.id
+    DELETE FROM pgqueue_dlq d USING deleted x WHERE d.namespace = :namespace AND d.job_id = x.id
 ), logs AS (
-    DELETE FROM pgqueue_job_logs l USING deleted x WHERE l.namespace = $1 AND l.job_id = x.id
+    DELETE FROM pgqueue_job_logs l USING deleted x WHERE l.namespace = :namespace AND l.job_id = x.id
 ), events AS (
     INSERT INTO pgqueue_events (namespace, queue, job_id, type, payload)
-    SELECT $1, x.queue, x.id, 'removed', jsonb_build_object('prev', x.state, 'reason', $6::text)
+    SELECT :namespace, x.queue, x.id, 'removed', jsonb_build_object('prev', x.state, 'reason', :reason::text)
     FROM deleted x
     RETURNING id, queue
 ), notified AS (
-    -- include: notify_hint(namespace=$1)
+    -- include: notify_hint(namespace=:namespace)
 )
 SELECT x.id FROM deleted x, (SELECT count(*) FROM notified) AS hint
 ORDER BY x.finished_at, x.id
 
 -- name: queue_event_insert
--- One queue-level event (job_id NULL) and its NOTIFY hint.  $1 namespace,
--- $2 queue, $3 type, $4 payload.
+-- One queue-level event (job_id NULL) and its NOTIFY hint.  :namespace,
+-- :queue, :summary type, :payload.
 WITH events AS (
     INSERT INTO pgqueue_events (namespace, queue, job_id, type, payload)
-    VALUES ($1, $2, NULL, $3, $4::jsonb)
+    VALUES (:namespace, :queue, NULL, :summary, :payload::jsonb)
     RETURNING id, queue
 )
--- include: notify_hint(namespace=$1)
+-- include: notify_hint(namespace=:namespace)
 
 -- name: queue_obliterate_begin
 -- Start obliterating a queue: pause it (claims stop on every broker) and
--- count its active jobs.  $1 namespace, $2 queue.
+-- count its active jobs.  :namespace, :queue.
 WITH paused AS (
     INSERT INTO pgqueue_queues AS q (namespace, queue, paused)
-    VALUES ($1, $2, true)
+    VALUES (:namespace, :queue, true)
     ON CONFLICT (namespace, queue) DO UPDATE SET paused = true
     RETURNING q.queue
 )
 SELECT (SELECT count(*) FROM pgqueue_jobs j
-        WHERE j.namespace = $1 AND j.queue = $2 AND j.state = 'active')::bigint AS active,
+        WHERE j.namespace = :namespace AND j.queue = :queue AND j.state = 'active')::bigint AS active,
        (SELECT count(*) FROM paused)::int AS registered
 
 -- fragment: obliterated_jobs_rest
 -- The end of an obliterate page: the own dependency edges and the logs of the
--- jobs in `deleted` go too; returns their id, state, parent_id, opts.  $1
--- namespace.
+-- jobs in `deleted` go too; returns their id, state, parent_id, opts.  :namespace.
 own_edges AS (
     DELETE FROM pgqueue_dependencies d USING deleted x
-    WHERE d.namespace = $1 AND d.job_id = x.id
+    WHERE d.namespace = :namespace AND d.job_id = x.id
 ), logs AS (
-    DELETE FROM pgqueue_job_logs l USING deleted x WHERE l.namespace = $1 AND l.job_id = x.id
+    DELETE FROM pgqueue_job_logs l USING deleted x WHERE l.namespace = :namespace AND l.job_id = x.id
 )
 SELECT x.id, x.state, x.parent_id, x.opts FROM deleted x
 
 -- name: job_obliterate_live_page
--- Delete up to $4 live jobs of queue $2 (active ones only when $3) with
+-- Parameters, in order: :namespace, :queue, :with_active, :limit.
+-- Delete up to :limit live jobs of queue :queue (active ones only when :with_active) with
 -- their own dependency edges and logs.  The edges pointing to them stay for
 -- the caller, who settles their dependents in a second statement of the same
 -- transaction (lost_dependencies.py).  No per-job event: the 'obliterated'
--- event covers them.  $1 namespace.  Returns id, state, parent_id, opts of
+-- event covers them.  :namespace.  Returns id, state, parent_id, opts of
 -- each deleted job.
 WITH picked AS (
     SELECT j.id FROM pgqueue_jobs j
-    WHERE j.namespace = $1 AND j.queue = $2 AND ($3::bool OR j.state <> 'active')
-    LIMIT $4
+    WHERE j.namespace = :namespace AND j.queue = :queue AND (:with_active::bool OR j.state <> 'active')
+    LIMIT :limit
     FOR UPDATE
 ), deleted AS (
     DELETE FROM pgqueue_jobs j USING picked p
-    WHERE j.namespace = $1 AND j.id = p.id
+    WHERE j.namespace = :namespace AND j.id = p.id
     RETURNING j.id, j.state, j.parent_id, j.opts
 ),
 -- include: obliterated_jobs_rest
 
 -- name: job_obliterate_finished_page
--- Delete up to $3 finished jobs of queue $2 with their DLQ entries, their
+-- Parameters, in order: :namespace, :queue, :limit.
+-- Delete up to :limit finished jobs of queue :queue with their DLQ entries, their
 -- own edges and logs; the edges pointing to them stay for the caller, as in
--- job_obliterate_live_page.  $1 namespace.  Returns id, state, parent_id,
+-- job_obliterate_live_page.  :namespace.  Returns id, state, parent_id,
 -- opts of each deleted job.
 WITH picked AS (
     SELECT f.id FROM pgqueue_finished f
-    WHERE f.namespace = $1 AND f.queue = $2
-    LIMIT $3
+    WHERE f.namespace = :namespace AND f.queue = :queue
+    LIMIT :limit
     FOR UPDATE
 ), deleted AS (
     DELETE FROM pgqueue_finished f USING picked p
-    WHERE f.namespace = $1 AND f.id = p.id
+    WHERE f.namespace = :namespace AND f.id = p.id
     RETURNING f.id, f.state, f.parent_id, f.opts
 ), dlq AS (
-    DELETE FROM pgqueue_dlq d USING deleted x WHERE d.namespace = $1 AND d.job_id = x.id
+    DELETE FROM pgqueue_dlq d USING deleted x WHERE d.namespace = :namespace AND d.job_id = x.id
 ),
 -- include: obliterated_jobs_rest
 
 -- name: queue_obliterate_finish
+-- Parameters, in order: :namespace, :queue, :payload.
 -- End an obliterate: drop the queue's remaining DLQ entries and its registry
--- row (settings and pause go with it), with an 'obliterated' event ($3
--- payload) and a NOTIFY hint.  $1 namespace, $2 queue.
+-- row (settings and pause go with it), with an 'obliterated' event (:payload) and a NOTIFY hint.  :namespace, :queue.
 WITH dlq AS (
-    DELETE FROM pgqueue_dlq d WHERE d.namespace = $1 AND d.queue = $2
+    DELETE FROM pgqueue_dlq d WHERE d.namespace = :namespace AND d.queue = :queue
 ), registry AS (
-    DELETE FROM pgqueue_queues q WHERE q.namespace = $1 AND q.queue = $2
+    DELETE FROM pgqueue_queues q WHERE q.namespace = :namespace AND q.queue = :queue
 ), events AS (
     INSERT INTO pgqueue_events (namespace, queue, job_id, type, payload)
-    VALUES ($1, $2, NULL, 'obliterated', $3::jsonb)
+    VALUES (:namespace, :queue, NULL, 'obliterated', :payload::jsonb)
     RETURNING id, queue
 )
--- include: notify_hint(namespace=$1)
+-- include: notify_hint(namespace=:namespace)
 
 -- name: job_retry_completed
--- Re-admit up to $5 completed jobs of queue $2 (only job $3 when not NULL;
--- only those finished at or before $4 ms since the epoch when not NULL),
--- oldest first after the cursor ($6 finished_at, $7 id; NULL: from the
+-- Parameters, in order: :namespace, :queue, :job_id, :before, :limit, :after_finished_at, :after_id.
+-- Re-admit up to :limit completed jobs of queue :queue (only job :job_id when not NULL;
+-- only those finished at or before :before ms since the epoch when not NULL),
+-- oldest first after the cursor (:after_finished_at, :after_id; NULL: from the
 -- start), as new pending generations: attempts, stalls and progress start
 -- over, the fence keeps counting, the completion row goes.  A job whose
 -- unique key a live job holds now stays completed.  One 'retried' event each
--- ({"prev": "completed"}) and a NOTIFY hint.  $1 namespace.  Returns how
+-- ({"prev": "completed"}) and a NOTIFY hint.  :namespace.  Returns how
 -- many were retried, how many looked at, and the cursor after them.
 WITH picked AS (
     SELECT f.*
     FROM pgqueue_finished f
-    WHERE f.namespace = $1 AND f.queue = $2 AND f.state = 'completed' AND NOT f.removed
-      AND ($3::text IS NULL OR f.id = $3::text)
-      AND ($4::float8 IS NULL OR f.finished_at <= to_timestamp($4::float8 / 1000.0))
-      AND ($6::timestamptz IS NULL OR (f.finished_at, f.id) > ($6::timestamptz, $7::text))
+    WHERE f.namespace = :namespace AND f.queue = :queue AND f.state = 'completed' AND NOT f.removed
+      AND (:job_id::text IS NULL OR f.id = :job_id::text)
+      AND (:before::float8 IS NULL OR f.finished_at <= to_timestamp(:before::float8 / 1000.0))
+      AND (:after_finished_at::timestamptz IS NULL OR (f.finished_at, f.id) > (:after_finished_at::timestamptz, :after_id::text))
     ORDER BY f.finished_at, f.id
-    LIMIT $5
+    LIMIT :limit
     FOR UPDATE SKIP LOCKED
 ), readmitted AS (
     INSERT INTO pgqueue_jobs (
@@ -202,7 +207,7 @@ WITH picked AS (
         backoff_max_ms, timeout_ms, ttl_ms, stall_timeout_ms, remove_on_complete,
         remove_on_fail, custom_id, unique_key, group_id, parent_id, parent_queue,
         pending_deps, has_dependents, stall_count, fence, opts, unique_expires_at)
-    SELECT $1, p.id, p.queue, p.name, coalesce(p.data, 'null'::json), 'pending', p.priority,
+    SELECT :namespace, p.id, p.queue, p.name, coalesce(p.data, 'null'::json), 'pending', p.priority,
            p.lifo, CASE WHEN p.lifo THEN nextval('pgqueue_lifo_seq') END,
            statement_timestamp(), p.created_at,
            statement_timestamp() + p.ttl_ms * interval '1 millisecond',
@@ -216,13 +221,13 @@ WITH picked AS (
     RETURNING id, queue
 ), retired AS (
     DELETE FROM pgqueue_finished f USING readmitted r
-    WHERE f.namespace = $1 AND f.id = r.id
+    WHERE f.namespace = :namespace AND f.id = r.id
 ), events AS (
     INSERT INTO pgqueue_events (namespace, queue, job_id, type, payload)
-    SELECT $1, r.queue, r.id, 'retried', '{"prev": "completed"}'::jsonb FROM readmitted r
+    SELECT :namespace, r.queue, r.id, 'retried', '{"prev": "completed"}'::jsonb FROM readmitted r
     RETURNING id, queue
 ), notified AS (
-    -- include: notify_hint(namespace=$1)
+    -- include: notify_hint(namespace=:namespace)
 ), last AS (
     SELECT p.finished_at, p.id FROM picked p ORDER BY p.finished_at DESC, p.id DESC LIMIT 1
 )

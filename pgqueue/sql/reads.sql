@@ -22,40 +22,40 @@ SELECT f.namespace, f.id, f.queue, f.name, f.data, f.state, f.priority, f.lifo,
        f.stacktrace, f.opts, NULL::timestamptz, statement_timestamp()
 
 -- name: job_get
--- One job wherever it is: live or finished (not removed).  $1 namespace, $2 id.
+-- One job wherever it is: live or finished (not removed).  :namespace, :job_id.
 -- include: job_row_live
 FROM pgqueue_jobs j
-WHERE j.namespace = $1 AND j.id = $2
+WHERE j.namespace = :namespace AND j.id = :job_id
 UNION ALL
 -- include: job_row_finished
 FROM pgqueue_finished f
-WHERE f.namespace = $1 AND f.id = $2 AND NOT f.removed
+WHERE f.namespace = :namespace AND f.id = :job_id AND NOT f.removed
 LIMIT 1
 
 -- name: job_state_get
 -- The reported state of one job: waiting, prioritized, delayed, active,
--- waiting-children, completed, failed; no row when unknown.  $1 namespace, $2 id.
+-- waiting-children, completed, failed; no row when unknown.  :namespace, :job_id.
 SELECT CASE WHEN j.state = 'pending' AND j.run_at > statement_timestamp() THEN 'delayed'
             WHEN j.state = 'pending' AND j.priority > 0 THEN 'prioritized'
             WHEN j.state = 'pending' THEN 'waiting'
             ELSE j.state END AS state
 FROM pgqueue_jobs j
-WHERE j.namespace = $1 AND j.id = $2
+WHERE j.namespace = :namespace AND j.id = :job_id
 UNION ALL
 SELECT f.state FROM pgqueue_finished f
-WHERE f.namespace = $1 AND f.id = $2 AND NOT f.removed
+WHERE f.namespace = :namespace AND f.id = :job_id AND NOT f.removed
 LIMIT 1
 
 -- name: job_result_get
 -- The stored result of a completed job (also after removeOnComplete, as its
--- completion proof).  $1 namespace, $2 id.
+-- completion proof).  :namespace, :job_id.
 SELECT f.result, f.state
 FROM pgqueue_finished f
-WHERE f.namespace = $1 AND f.id = $2
+WHERE f.namespace = :namespace AND f.id = :job_id
 
 -- name: job_counts_by_state
 -- Counts per reported state for one queue, and whether it is paused.
--- $1 namespace, $2 queue.
+-- :namespace, :queue.
 WITH live AS (
     SELECT CASE WHEN j.state = 'pending' AND j.run_at > statement_timestamp() THEN 'delayed'
                 WHEN j.state = 'pending' AND j.priority > 0 THEN 'prioritized'
@@ -63,12 +63,12 @@ WITH live AS (
                 ELSE j.state END AS state,
            count(*) AS n
     FROM pgqueue_jobs j
-    WHERE j.namespace = $1 AND j.queue = $2
+    WHERE j.namespace = :namespace AND j.queue = :queue
     GROUP BY 1
 ), done AS (
     SELECT f.state, count(*) AS n
     FROM pgqueue_finished f
-    WHERE f.namespace = $1 AND f.queue = $2 AND NOT f.removed
+    WHERE f.namespace = :namespace AND f.queue = :queue AND NOT f.removed
     GROUP BY 1
 )
 SELECT state, n::bigint AS n FROM live
@@ -76,42 +76,42 @@ UNION ALL
 SELECT state, n::bigint FROM done
 UNION ALL
 SELECT 'paused', CASE WHEN coalesce((SELECT paused FROM pgqueue_queues
-                                     WHERE namespace = $1 AND queue = $2), false)
+                                     WHERE namespace = :namespace AND queue = :queue), false)
                       THEN 1 ELSE 0 END
 
 -- name: job_children_values
--- Results of a parent's completed children.  $1 namespace, $2 parent id.
+-- Results of a parent's completed children.  :namespace, :parent_id.
 SELECT f.id, f.queue, f.result
 FROM pgqueue_finished f
-WHERE f.namespace = $1 AND f.parent_id = $2 AND f.state = 'completed'
+WHERE f.namespace = :namespace AND f.parent_id = :parent_id AND f.state = 'completed'
 ORDER BY f.finished_at, f.id
 
 -- name: job_children_failures
 -- Failed children of a parent, their errors and the policy they applied
 -- (flow_failure_mode), also those removed on fail: their hidden row is kept
--- while the parent is live, which is when it reads them.  $1 namespace,
--- $2 parent id.
+-- while the parent is live, which is when it reads them.  :namespace,
+-- :parent_id.
 SELECT f.id, f.queue, coalesce(f.error, f.failed_reason, '') AS reason,
 -- include: flow_failure_mode(opts=f.opts, parent=f.parent_id)
        AS mode
 FROM pgqueue_finished f
-WHERE f.namespace = $1 AND f.parent_id = $2 AND f.state = 'failed'
+WHERE f.namespace = :namespace AND f.parent_id = :parent_id AND f.state = 'failed'
 ORDER BY f.finished_at, f.id
 
 -- name: job_get_by_ids
 -- Several jobs (live or finished, not removed) by id, in no particular order.
--- $1 namespace, $2 ids.
+-- :namespace, :job_ids.
 -- include: job_row_live
 FROM pgqueue_jobs j
-WHERE j.namespace = $1 AND j.id = ANY($2::text[])
+WHERE j.namespace = :namespace AND j.id = ANY(:job_ids::text[])
 UNION ALL
 -- include: job_row_finished
 FROM pgqueue_finished f
-WHERE f.namespace = $1 AND f.id = ANY($2::text[]) AND NOT f.removed
+WHERE f.namespace = :namespace AND f.id = ANY(:job_ids::text[]) AND NOT f.removed
 
 -- name: queue_counts_all
 -- Counts per queue and reported state for a whole namespace (the projection's
--- cached counts), plus a 'paused' row of 1 for each paused queue.  $1 namespace.
+-- cached counts), plus a 'paused' row of 1 for each paused queue.  :namespace.
 SELECT s.queue, s.state, count(*)::bigint AS n
 FROM (
     SELECT j.queue,
@@ -120,12 +120,12 @@ FROM (
                 WHEN j.state = 'pending' THEN 'waiting'
                 ELSE j.state END AS state
     FROM pgqueue_jobs j
-    WHERE j.namespace = $1
+    WHERE j.namespace = :namespace
     UNION ALL
     SELECT f.queue, f.state
     FROM pgqueue_finished f
-    WHERE f.namespace = $1 AND NOT f.removed
+    WHERE f.namespace = :namespace AND NOT f.removed
 ) AS s
 GROUP BY s.queue, s.state
 UNION ALL
-SELECT q.queue, 'paused', 1::bigint FROM pgqueue_queues q WHERE q.namespace = $1 AND q.paused
+SELECT q.queue, 'paused', 1::bigint FROM pgqueue_queues q WHERE q.namespace = :namespace AND q.paused

@@ -1,51 +1,52 @@
 -- name: finished_prune
+-- Parameters, in order: :namespace, :completed_ms, :failed_ms, :limit, :now.
 -- Forget finished jobs older than their retention: completed ones (and the
--- completion proofs of removed ones) after $2 ms; failed ones only when they
--- have no DLQ entry (the DLQ's own maxAge decides those) after $3 ms.  Each
+-- completion proofs of removed ones) after :completed_ms; failed ones only when they
+-- have no DLQ entry (the DLQ's own maxAge decides those) after :failed_ms.  Each
 -- queue's oldest first, along the listing index (namespace, queue, state,
 -- finished_at): a batch never reads the jobs still retained.  A
 -- flow child is kept while its parent is live or dead-lettered (its result,
 -- or its error, is what the parent reads when it runs, also after a
 -- redrive); it becomes prunable once the parent has finished for good.
--- $1 namespace, $4 batch size, $5 the clock the ages are measured against
+-- :namespace, :limit batch size, :now the clock the ages are measured against
 -- (NULL: the database clock; a test passes a later instant to move time).
 -- Returns how many rows went and the ids of the failed ones, whose edges from
 -- dead dependents the caller then drops (dependency_edges_drop_dangling) in
 -- the same transaction.
 WITH clock AS (
-    SELECT coalesce($5::timestamptz, statement_timestamp()) AS now
+    SELECT coalesce(:now::timestamptz, statement_timestamp()) AS now
 ), aged AS (  -- per queue and state, the oldest first, along the listing index
     SELECT f.id
     FROM pgqueue_queues q
     CROSS JOIN clock
-    CROSS JOIN LATERAL (VALUES ('completed', $2::bigint), ('failed', $3::bigint)) AS s(state, ms)
+    CROSS JOIN LATERAL (VALUES ('completed', :completed_ms::bigint), ('failed', :failed_ms::bigint)) AS s(state, ms)
     CROSS JOIN LATERAL (
         SELECT f.id
         FROM pgqueue_finished f
-        WHERE f.namespace = $1 AND f.queue = q.queue AND f.state = s.state
+        WHERE f.namespace = :namespace AND f.queue = q.queue AND f.state = s.state
           AND f.finished_at < clock.now - s.ms * interval '1 millisecond'
           AND (s.state = 'completed'
                OR NOT EXISTS (SELECT 1 FROM pgqueue_dlq d
-                              WHERE d.namespace = $1 AND d.job_id = f.id))
+                              WHERE d.namespace = :namespace AND d.job_id = f.id))
           AND (f.parent_id IS NULL
                OR (NOT EXISTS (SELECT 1 FROM pgqueue_jobs p
-                               WHERE p.namespace = $1 AND p.id = f.parent_id)
+                               WHERE p.namespace = :namespace AND p.id = f.parent_id)
                    AND NOT EXISTS (SELECT 1 FROM pgqueue_dlq p
-                                   WHERE p.namespace = $1 AND p.job_id = f.parent_id)))
+                                   WHERE p.namespace = :namespace AND p.job_id = f.parent_id)))
         ORDER BY f.finished_at, f.id
-        LIMIT $4
+        LIMIT :limit
     ) f
-    WHERE q.namespace = $1
+    WHERE q.namespace = :namespace
 ), doomed AS (
-    SELECT a.id FROM aged a LIMIT $4
+    SELECT a.id FROM aged a LIMIT :limit
 ), gone AS (
     DELETE FROM pgqueue_finished f  -- by primary key: never a scan of the table
-    WHERE f.namespace = $1 AND f.id = ANY (ARRAY(SELECT d.id FROM doomed d))
+    WHERE f.namespace = :namespace AND f.id = ANY (ARRAY(SELECT d.id FROM doomed d))
     RETURNING f.id, f.state
 ), logs AS (
     DELETE FROM pgqueue_job_logs l
     USING gone g
-    WHERE l.namespace = $1 AND l.job_id = g.id
+    WHERE l.namespace = :namespace AND l.job_id = g.id
 )
 SELECT count(*)::int AS pruned,
        coalesce(array_agg(g.id) FILTER (WHERE g.state = 'failed'), '{}') AS failed_ids
@@ -60,12 +61,12 @@ FROM gone g
 -- `count` visible finished jobs of its queue in its state (all jobs of the
 -- queue count, whatever their own option) and those finished less than `age`
 -- seconds before the clock.  Only queues and states that have such jobs are
--- read (pgqueue_finished_keep_idx).  $1 namespace, $2 batch size, $3 the
+-- read (pgqueue_finished_keep_idx).  :namespace, :limit batch size, :now the
 -- clock (NULL: the database clock).  Returns how many rows were hidden.
 WITH scope AS (
     SELECT DISTINCT f.queue, f.state
     FROM pgqueue_finished f
-    WHERE f.namespace = $1 AND NOT f.removed
+    WHERE f.namespace = :namespace AND NOT f.removed
       AND (f.opts ? 'keep_completed' OR f.opts ? 'keep_failed')
 ), ranked AS (
     SELECT f.id, f.state, f.finished_at,
@@ -74,11 +75,11 @@ WITH scope AS (
            row_number() OVER (PARTITION BY f.queue, f.state
                               ORDER BY f.finished_at DESC, f.id DESC) AS newer
     FROM scope s
-    JOIN pgqueue_finished f ON f.namespace = $1 AND f.queue = s.queue AND f.state = s.state
+    JOIN pgqueue_finished f ON f.namespace = :namespace AND f.queue = s.queue AND f.state = s.state
     WHERE NOT f.removed
 ), doomed AS (
     SELECT r.id, r.state
-    FROM ranked r, (SELECT coalesce($3::timestamptz, statement_timestamp()) AS now) clock
+    FROM ranked r, (SELECT coalesce(:now::timestamptz, statement_timestamp()) AS now) clock
     WHERE r.keep IS NOT NULL
       AND ((r.keep ? 'count' AND r.newer > (r.keep ->> 'count')::bigint)
         OR (r.keep ? 'age'
@@ -86,57 +87,57 @@ WITH scope AS (
       AND NOT (r.state = 'failed'
                AND EXISTS (SELECT 1 FROM pgqueue_dependencies e
                            JOIN pgqueue_jobs w ON w.namespace = e.namespace AND w.id = e.job_id
-                           WHERE e.namespace = $1 AND e.depends_on = r.id))
-    LIMIT $2
+                           WHERE e.namespace = :namespace AND e.depends_on = r.id))
+    LIMIT :limit
 ), hidden AS (
     UPDATE pgqueue_finished f SET removed = true
     FROM doomed d
-    WHERE f.namespace = $1 AND f.id = d.id
+    WHERE f.namespace = :namespace AND f.id = d.id
     RETURNING f.id, f.state
 ), dlq AS (
     DELETE FROM pgqueue_dlq q
     USING hidden h
-    WHERE q.namespace = $1 AND q.job_id = h.id AND h.state = 'failed'
+    WHERE q.namespace = :namespace AND q.job_id = h.id AND h.state = 'failed'
 )
 SELECT count(*)::int FROM hidden
 
 -- fragment: event_prune_bound
 -- The CTE `bound`: the xid below which events may go: this snapshot's xmin,
 -- {horizon} when given (the previous pass's horizon), and the webhook
--- fan-out's position while an enabled webhook has not read past it.  $1
--- namespace.
+-- fan-out's position while an enabled webhook has not read past it.  :namespace.
 bound AS (
     SELECT least(
         pg_snapshot_xmin(pg_current_snapshot())::text::bigint,
         coalesce({horizon}::bigint, 9223372036854775807),
         coalesce((SELECT c.xid FROM pgqueue_webhook_cursor c
-                  WHERE c.namespace = $1
+                  WHERE c.namespace = :namespace
                     AND EXISTS (SELECT 1 FROM pgqueue_webhooks w
-                                WHERE w.namespace = $1 AND w.enabled)),
+                                WHERE w.namespace = :namespace AND w.enabled)),
                  9223372036854775807)) AS xid
 )
 
 -- name: event_prune_old_returning
--- Delete outbox events older than $2 ms, each queue's as a prefix in (xid, id)
+-- Parameters, in order: :namespace, :max_age_ms, :window, :horizon, :now.
+-- Delete outbox events older than :max_age_ms, each queue's as a prefix in (xid, id)
 -- order (those before the queue's first newer event), looking only at the
--- window of the $3 oldest events (the head of the cursor index: a batch never
+-- window of the :window oldest events (the head of the cursor index: a batch never
 -- reads the recent events, however many there are): only of transactions
--- below the commit-safe horizon (this snapshot's xmin, and $4 when given: the
+-- below the commit-safe horizon (this snapshot's xmin, and :horizon when given: the
 -- horizon of the previous pass, which every reader has passed since), and
 -- never one that enabled webhooks have not fanned out yet.  Raises each
--- queue's prune mark in the same statement.  $1 namespace, $5 the clock the
+-- queue's prune mark in the same statement.  :namespace, :now the clock the
 -- ages are measured against (NULL: the database clock).  Returns the window's
 -- size and how many of it went: the caller goes on while whole windows go.
 WITH
--- include: event_prune_bound(horizon=$4)
+-- include: event_prune_bound(horizon=:horizon)
 , window_ AS MATERIALIZED (
     SELECT e.id, e.xid, e.queue,
-           e.created_at >= coalesce($5::timestamptz, statement_timestamp())
-                           - $2::bigint * interval '1 millisecond' AS recent
+           e.created_at >= coalesce(:now::timestamptz, statement_timestamp())
+                           - :max_age_ms::bigint * interval '1 millisecond' AS recent
     FROM pgqueue_events e CROSS JOIN bound b
-    WHERE e.namespace = $1 AND e.xid < b.xid
+    WHERE e.namespace = :namespace AND e.xid < b.xid
     ORDER BY e.xid, e.id
-    LIMIT $3
+    LIMIT :window
 ), first_recent AS (  -- each queue's first event of the window still to keep
     SELECT DISTINCT ON (w.queue) w.queue, w.xid, w.id
     FROM window_ w WHERE w.recent
@@ -150,38 +151,39 @@ WITH
     RETURNING e.id, e.xid, e.queue
 ), marked AS (
     INSERT INTO pgqueue_event_prune_marks AS m (namespace, queue, xid)
-    SELECT $1, g.queue, max(g.xid) FROM gone g GROUP BY g.queue
+    SELECT :namespace, g.queue, max(g.xid) FROM gone g GROUP BY g.queue
     ON CONFLICT (namespace, queue) DO UPDATE
         SET xid = greatest(m.xid, excluded.xid), pruned_at = statement_timestamp()
 )
 SELECT (SELECT count(*) FROM window_)::int AS scanned, (SELECT count(*) FROM gone)::int AS pruned
 
 -- name: event_trim_queue_returning
--- Keep the newest $3 events of queue $2 and delete up to $4 older ones, as a
+-- Parameters, in order: :namespace, :queue, :keep, :limit, :horizon.
+-- Keep the newest :keep events of queue :queue and delete up to :limit older ones, as a
 -- prefix in (xid, id) order, under the same bounds as
--- event_prune_old_returning ($5: the previous pass's horizon, or NULL).
--- Raises the queue's prune mark in the same statement.  $1 namespace.
+-- event_prune_old_returning (:horizon: the previous pass's horizon, or NULL).
+-- Raises the queue's prune mark in the same statement.  :namespace.
 WITH
--- include: event_prune_bound(horizon=$5)
+-- include: event_prune_bound(horizon=:horizon)
 , kept AS MATERIALIZED (  -- the oldest event kept; none when the queue has at most $3;
     -- MATERIALIZED: looked up once, never once per candidate row
     SELECT e.xid, e.id FROM pgqueue_events e
-    WHERE e.namespace = $1 AND e.queue = $2 AND $3::int > 0
+    WHERE e.namespace = :namespace AND e.queue = :queue AND :keep::int > 0
     ORDER BY e.xid DESC, e.id DESC
-    OFFSET greatest($3::int - 1, 0)
+    OFFSET greatest(:keep::int - 1, 0)
     LIMIT 1
 ), doomed AS (
     SELECT e.id FROM pgqueue_events e CROSS JOIN bound b
-    WHERE e.namespace = $1 AND e.queue = $2 AND e.xid < b.xid
-      AND ($3::int = 0 OR EXISTS (SELECT 1 FROM kept k WHERE (e.xid, e.id) < (k.xid, k.id)))
+    WHERE e.namespace = :namespace AND e.queue = :queue AND e.xid < b.xid
+      AND (:keep::int = 0 OR EXISTS (SELECT 1 FROM kept k WHERE (e.xid, e.id) < (k.xid, k.id)))
     ORDER BY e.xid, e.id
-    LIMIT $4
+    LIMIT :limit
 ), gone AS (
     DELETE FROM pgqueue_events e USING doomed d WHERE e.id = d.id
     RETURNING e.id, e.xid
 ), marked AS (
     INSERT INTO pgqueue_event_prune_marks AS m (namespace, queue, xid)
-    SELECT $1, $2, max(g.xid) FROM gone g HAVING count(*) > 0
+    SELECT :namespace, :queue, max(g.xid) FROM gone g HAVING count(*) > 0
     ON CONFLICT (namespace, queue) DO UPDATE
         SET xid = greatest(m.xid, excluded.xid), pruned_at = statement_timestamp()
 )
@@ -193,14 +195,15 @@ SELECT g.id FROM gone g
 SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint AS xid
 
 -- name: event_queues
--- Queues that have events.  $1 namespace.
-SELECT DISTINCT queue FROM pgqueue_queues WHERE namespace = $1
+-- Queues that have events.  :namespace.
+SELECT DISTINCT queue FROM pgqueue_queues WHERE namespace = :namespace
 
 -- name: worker_prune_stale
--- Forget workers not seen for $2 ms.  $1 namespace, $3 the clock it is
+-- Parameters, in order: :namespace, :worker_stale_ms, :now.
+-- Forget workers not seen for :worker_stale_ms.  :namespace, :now the clock it is
 -- measured against (NULL: the database clock).
 DELETE FROM pgqueue_workers
-WHERE namespace = $1
-  AND last_seen < coalesce($3::timestamptz, statement_timestamp())
-                  - $2::bigint * interval '1 millisecond'
+WHERE namespace = :namespace
+  AND last_seen < coalesce(:now::timestamptz, statement_timestamp())
+                  - :worker_stale_ms::bigint * interval '1 millisecond'
 RETURNING worker_id

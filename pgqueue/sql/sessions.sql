@@ -20,12 +20,13 @@ ON CONFLICT (namespace, broker_id) DO UPDATE
 RETURNING session_id
 
 -- name: session_holder_get
--- The session holding broker id $2 and its process.  $1 namespace, $2 broker_id.
+-- Parameters, in order: :namespace, :broker_id.
+-- The session holding broker id :broker_id and its process.  :namespace, :broker_id.
 SELECT session_id::text AS session_id, hostname, pid, host_key, process_start,
        (extract(epoch FROM heartbeat_at) * 1000)::float8 AS heartbeat_at,
        (extract(epoch FROM clock_timestamp() - heartbeat_at) * 1000)::float8 AS silent_ms
 FROM pgqueue_brokers
-WHERE namespace = $1 AND broker_id = $2
+WHERE namespace = :namespace AND broker_id = :broker_id
 
 -- name: session_take_over
 -- Replace the old session of a broker id (its process is provably gone) by ours.
@@ -45,36 +46,37 @@ RETURNING session_id
 
 -- name: session_heartbeat
 -- Renew this session; no row means it was taken over (fenced).
--- $1 namespace, $2 broker_id, $3 session_id.
+-- :namespace, :broker_id, :session_id.
 UPDATE pgqueue_brokers
 SET heartbeat_at = clock_timestamp()
-WHERE namespace = $1 AND broker_id = $2 AND session_id = $3::uuid
+WHERE namespace = :namespace AND broker_id = :broker_id AND session_id = :session_id::uuid
 RETURNING heartbeat_at
 
 -- name: session_end
--- Delete this session's row (graceful shutdown).  $1 namespace, $2 broker_id, $3 session_id.
+-- Delete this session's row (graceful shutdown).  :namespace, :broker_id, :session_id.
 DELETE FROM pgqueue_brokers
-WHERE namespace = $1 AND broker_id = $2 AND session_id = $3::uuid
+WHERE namespace = :namespace AND broker_id = :broker_id AND session_id = :session_id::uuid
 
 -- name: session_list
 -- Every broker session of a namespace, with liveness on the database clock.
--- $1 namespace, $2 stale_ms.
+-- :namespace, :session_stale_ms.
 SELECT broker_id, session_id::text AS session_id, hostname, pid,
        (extract(epoch FROM started_at) * 1000)::float8 AS started_at,
        (extract(epoch FROM heartbeat_at) * 1000)::float8 AS heartbeat_at,
-       heartbeat_at > clock_timestamp() - $2::bigint * interval '1 millisecond' AS live
+       heartbeat_at > clock_timestamp() - :session_stale_ms::bigint * interval '1 millisecond' AS live
 FROM pgqueue_brokers
-WHERE namespace = $1
+WHERE namespace = :namespace
 ORDER BY broker_id
 
 -- name: session_purge_stale
--- Remove sessions stale for longer than $2 ms (their leases expire on their own).
+-- Parameters, in order: :namespace, :stale_ms.
+-- Remove sessions stale for longer than :stale_ms (their leases expire on their own).
 DELETE FROM pgqueue_brokers
-WHERE namespace = $1 AND heartbeat_at <= clock_timestamp() - $2::bigint * interval '1 millisecond'
+WHERE namespace = :namespace AND heartbeat_at <= clock_timestamp() - :stale_ms::bigint * interval '1 millisecond'
 
 -- name: session_mark_draining
 -- This session began to drain (SIGTERM): it serves what is in flight, takes nothing new.
--- $1 namespace, $2 broker_id, $3 session_id.
+-- :namespace, :broker_id, :session_id.
 UPDATE pgqueue_brokers
 SET draining_since = coalesce(draining_since, clock_timestamp())
-WHERE namespace = $1 AND broker_id = $2 AND session_id = $3::uuid
+WHERE namespace = :namespace AND broker_id = :broker_id AND session_id = :session_id::uuid

@@ -1,33 +1,33 @@
 -- name: webhook_cursor_ensure
 -- Create the namespace's webhook cursor at "now" (the current snapshot: the
 -- events of the transactions finished in it are older than any webhook
--- registered from here on) if it is missing.  $1 namespace.
+-- registered from here on) if it is missing.  :namespace.
 INSERT INTO pgqueue_webhook_cursor (namespace, xid, position)
-VALUES ($1, pg_snapshot_xmin(pg_current_snapshot())::text::bigint, pg_current_snapshot()::text)
+VALUES (:namespace, pg_snapshot_xmin(pg_current_snapshot())::text::bigint, pg_current_snapshot()::text)
 ON CONFLICT (namespace) DO NOTHING
 
 -- name: webhook_cursor_lock
 -- Lock the webhook cursor (fan-out, registration and enabling serialise on
--- it) and return its position (a resume token of the outbox).  $1 namespace.
-SELECT c.position FROM pgqueue_webhook_cursor c WHERE c.namespace = $1 FOR UPDATE
+-- it) and return its position (a resume token of the outbox).  :namespace.
+SELECT c.position FROM pgqueue_webhook_cursor c WHERE c.namespace = :namespace FOR UPDATE
 
 -- name: webhook_cursor_get
 -- The webhook cursor's position, unlocked (a look before the fan-out locks
--- it; no row: there is no cursor yet).  $1 namespace.
-SELECT c.position FROM pgqueue_webhook_cursor c WHERE c.namespace = $1
+-- it; no row: there is no cursor yet).  :namespace.
+SELECT c.position FROM pgqueue_webhook_cursor c WHERE c.namespace = :namespace
 
 -- name: webhook_enabled_any
--- Whether the namespace has an enabled webhook.  $1 namespace.
-SELECT EXISTS (SELECT 1 FROM pgqueue_webhooks w WHERE w.namespace = $1 AND w.enabled)
+-- Whether the namespace has an enabled webhook.  :namespace.
+SELECT EXISTS (SELECT 1 FROM pgqueue_webhooks w WHERE w.namespace = :namespace AND w.enabled)
 
 -- name: webhook_cursor_jump
 -- With no enabled webhook there is nothing to fan out: move the (locked)
--- cursor straight to "now" (the current snapshot).  $1 namespace.
+-- cursor straight to "now" (the current snapshot).  :namespace.
 UPDATE pgqueue_webhook_cursor c
 SET position = pg_current_snapshot()::text,
     xid = pg_snapshot_xmin(pg_current_snapshot())::text::bigint,
     updated_at = statement_timestamp()
-WHERE c.namespace = $1
+WHERE c.namespace = :namespace
 
 -- name: webhook_fanout_match
 -- Which enabled webhooks (:namespace) want which of the outbox events read by the fan-out
@@ -74,42 +74,44 @@ WITH queued AS (
 SELECT count(*)::int FROM queued
 
 -- name: webhook_cursor_advance
--- Move the (locked) webhook cursor to position $2 (a resume token), in the
--- transaction that queued the deliveries of the events it passes; $3 its
+-- Parameters, in order: :namespace, :end, :xmin.
+-- Move the (locked) webhook cursor to position :end (a resume token), in the
+-- transaction that queued the deliveries of the events it passes; :xmin its
 -- xmin: every event of a transaction below it was fanned out (retention
--- keeps the others).  $1 namespace.
+-- keeps the others).  :namespace.
 UPDATE pgqueue_webhook_cursor c
-SET position = $2::text, xid = $3::bigint, updated_at = statement_timestamp()
-WHERE c.namespace = $1
+SET position = :end::text, xid = :xmin::bigint, updated_at = statement_timestamp()
+WHERE c.namespace = :namespace
 
 -- name: webhook_insert
--- Register a webhook.  $1 namespace, $2 id, $3 url, $4 events, $5 queue
--- filter (NULL: every queue), $6 secret (NULL: unsigned).
+-- Register a webhook.  :namespace, :webhook_id, :url, :wanted events, :queue_filter queue
+-- filter (NULL: every queue), :key secret (NULL: unsigned).
 INSERT INTO pgqueue_webhooks (namespace, id, url, events, queue, secret)
-VALUES ($1, $2, $3, $4::text[], $5::text, $6::text)
+VALUES (:namespace, :webhook_id, :url, :wanted::text[], :queue_filter::text, :key::text)
 RETURNING id, url, events, queue, secret IS NOT NULL AS has_secret, enabled,
           (extract(epoch FROM created_at) * 1000)::float8 AS created_at
 
 -- name: webhook_delete
--- Remove a webhook and its deliveries (log included).  $1 namespace, $2 id.
+-- Remove a webhook and its deliveries (log included).  :namespace, :webhook_id.
 -- Returns the id (no row: unknown).
-DELETE FROM pgqueue_webhooks w WHERE w.namespace = $1 AND w.id = $2 RETURNING w.id
+DELETE FROM pgqueue_webhooks w WHERE w.namespace = :namespace AND w.id = :webhook_id RETURNING w.id
 
 -- name: webhook_set_enabled
--- Enable or disable a webhook.  $1 namespace, $2 id, $3 enabled.  Returns
+-- Enable or disable a webhook.  :namespace, :webhook_id, :enabled.  Returns
 -- the id (no row: unknown).
 UPDATE pgqueue_webhooks w
-SET enabled = $3::bool, updated_at = statement_timestamp()
-WHERE w.namespace = $1 AND w.id = $2
+SET enabled = :enabled::bool, updated_at = statement_timestamp()
+WHERE w.namespace = :namespace AND w.id = :webhook_id
 RETURNING w.id
 
 -- name: webhook_exists
--- Whether webhook $2 exists.  $1 namespace.
-SELECT EXISTS (SELECT 1 FROM pgqueue_webhooks w WHERE w.namespace = $1 AND w.id = $2)
+-- Parameters, in order: :namespace, :webhook_id.
+-- Whether webhook :webhook_id exists.  :namespace.
+SELECT EXISTS (SELECT 1 FROM pgqueue_webhooks w WHERE w.namespace = :namespace AND w.id = :webhook_id)
 
 -- name: webhook_list
 -- Webhooks in registration order with their delivery counts by status
--- (kept deliveries only: the log is pruned).  $1 namespace, $2 limit.
+-- (kept deliveries only: the log is pruned).  :namespace, :limit.
 SELECT w.id, w.url, w.events, w.queue, w.secret IS NOT NULL AS has_secret, w.enabled,
        (extract(epoch FROM w.created_at) * 1000)::float8 AS created_at,
        (extract(epoch FROM w.last_triggered_at) * 1000)::float8 AS last_triggered_at,
@@ -124,16 +126,17 @@ LEFT JOIN (
            count(*) FILTER (WHERE d.status = 'delivered') AS delivered,
            count(*) FILTER (WHERE d.status = 'failed') AS failed
     FROM pgqueue_webhook_deliveries d
-    WHERE d.namespace = $1
+    WHERE d.namespace = :namespace
     GROUP BY d.webhook_id
 ) s ON s.webhook_id = w.id
-WHERE w.namespace = $1
+WHERE w.namespace = :namespace
 ORDER BY w.created_at, w.id
-LIMIT $2
+LIMIT :limit
 
 -- name: webhook_delivery_list
--- The delivery log of webhook $2, newest event first, optionally of one
--- status $3 (NULL: any), at most $4.  $1 namespace.
+-- Parameters, in order: :namespace, :webhook_id, :status, :limit.
+-- The delivery log of webhook :webhook_id, newest event first, optionally of one
+-- status :status (NULL: any), at most :limit.  :namespace.
 SELECT d.id, d.webhook_id, d.event_id, d.event, d.queue, d.job_id, d.status, d.attempts,
        d.max_attempts, d.last_status_code, d.last_error, d.body,
        (extract(epoch FROM d.event_at) * 1000)::float8 AS event_at,
@@ -142,38 +145,39 @@ SELECT d.id, d.webhook_id, d.event_id, d.event, d.queue, d.job_id, d.status, d.a
        (extract(epoch FROM d.next_attempt_at) * 1000)::float8 AS next_attempt_at,
        (extract(epoch FROM d.delivered_at) * 1000)::float8 AS delivered_at
 FROM pgqueue_webhook_deliveries d
-WHERE d.namespace = $1 AND d.webhook_id = $2 AND ($3::text IS NULL OR d.status = $3::text)
+WHERE d.namespace = :namespace AND d.webhook_id = :webhook_id AND (:status::text IS NULL OR d.status = :status::text)
 ORDER BY d.event_id DESC
-LIMIT $4
+LIMIT :limit
 
 -- name: webhook_delivery_claim
--- Claim up to $2 due deliveries of enabled webhooks: pending ones whose
+-- Parameters, in order: :namespace, :limit, :lease_ms, :now.
+-- Claim up to :limit due deliveries of enabled webhooks: pending ones whose
 -- next attempt is due, and delivering ones whose lease ended (the broker
 -- delivering them stopped), with attempts left.  Each attempt gets a fresh
--- lease token and a lease of $3 ms on the database clock (kept in
--- next_attempt_at).  $1 namespace, $4 the clock due-ness is judged at (NULL:
+-- lease token and a lease of :lease_ms on the database clock (kept in
+-- next_attempt_at).  :namespace, :now the clock due-ness is judged at (NULL:
 -- the database clock; a test passes a later instant to move time).
 WITH due AS (
     SELECT d.id
     FROM pgqueue_webhook_deliveries d
     JOIN pgqueue_webhooks w ON w.namespace = d.namespace AND w.id = d.webhook_id
-    WHERE d.namespace = $1
+    WHERE d.namespace = :namespace
       AND d.status IN ('pending', 'delivering')
-      AND d.next_attempt_at <= coalesce($4::timestamptz, statement_timestamp())
+      AND d.next_attempt_at <= coalesce(:now::timestamptz, statement_timestamp())
       AND d.attempts < d.max_attempts
       AND w.enabled
     ORDER BY d.next_attempt_at, d.id
-    LIMIT $2
+    LIMIT :limit
     FOR UPDATE OF d SKIP LOCKED
 )
 UPDATE pgqueue_webhook_deliveries d
 SET status = 'delivering',
     attempts = d.attempts + 1,
     lease_token = gen_random_uuid(),
-    next_attempt_at = statement_timestamp() + $3::bigint * interval '1 millisecond',
+    next_attempt_at = statement_timestamp() + :lease_ms::bigint * interval '1 millisecond',
     last_attempt_at = statement_timestamp()
 FROM due, pgqueue_webhooks w
-WHERE d.namespace = $1 AND d.id = due.id AND w.namespace = $1 AND w.id = d.webhook_id
+WHERE d.namespace = :namespace AND d.id = due.id AND w.namespace = :namespace AND w.id = d.webhook_id
 RETURNING d.id, d.webhook_id, d.event, d.body, d.attempts, d.max_attempts,
           d.lease_token::text AS lease_token,
           (extract(epoch FROM d.event_at) * 1000)::float8 AS event_at, w.url, w.secret
@@ -219,43 +223,44 @@ SELECT r.id FROM recorded r
 -- name: webhook_delivery_fail_spent
 -- Deliveries whose last attempt's lease ended without a result (the broker
 -- delivering them stopped) and that have no attempt left: failed.
--- $1 namespace, $2 the clock the lease's end is judged at (NULL: the
+-- :namespace, :now the clock the lease's end is judged at (NULL: the
 -- database clock).  Returns how many.
 WITH spent AS (
     UPDATE pgqueue_webhook_deliveries d
     SET status = 'failed',
         lease_token = NULL,
         last_error = 'the last attempt was interrupted (its broker stopped) and no attempt is left'
-    WHERE d.namespace = $1
+    WHERE d.namespace = :namespace
       AND d.status = 'delivering'
-      AND d.next_attempt_at <= coalesce($2::timestamptz, statement_timestamp())
+      AND d.next_attempt_at <= coalesce(:now::timestamptz, statement_timestamp())
       AND d.attempts >= d.max_attempts
     RETURNING d.webhook_id
 ), counted AS (
     UPDATE pgqueue_webhooks w
     SET failure_count = w.failure_count + c.n
     FROM (SELECT s.webhook_id, count(*) AS n FROM spent s GROUP BY s.webhook_id) c
-    WHERE w.namespace = $1 AND w.id = c.webhook_id
+    WHERE w.namespace = :namespace AND w.id = c.webhook_id
 )
 SELECT count(*)::int FROM spent
 
 -- name: webhook_delivery_prune
--- Delete up to $3 finished (delivered or failed) deliveries queued more than
--- $2 ms ago.  $1 namespace, $4 the clock ages are measured against (NULL:
+-- Parameters, in order: :namespace, :retention_ms, :limit, :now.
+-- Delete up to :limit finished (delivered or failed) deliveries queued more than
+-- :retention_ms ago.  :namespace, :now the clock ages are measured against (NULL:
 -- the database clock).  Returns how many.
 WITH old AS (
     SELECT d.id
     FROM pgqueue_webhook_deliveries d
-    WHERE d.namespace = $1
+    WHERE d.namespace = :namespace
       AND d.status IN ('delivered', 'failed')
-      AND d.created_at < coalesce($4::timestamptz, statement_timestamp())
-                         - $2::bigint * interval '1 millisecond'
+      AND d.created_at < coalesce(:now::timestamptz, statement_timestamp())
+                         - :retention_ms::bigint * interval '1 millisecond'
     ORDER BY d.created_at
-    LIMIT $3
+    LIMIT :limit
 ), deleted AS (
     DELETE FROM pgqueue_webhook_deliveries d
     USING old
-    WHERE d.namespace = $1 AND d.id = old.id
+    WHERE d.namespace = :namespace AND d.id = old.id
     RETURNING 1
 )
 SELECT count(*)::int FROM deleted

@@ -10,7 +10,7 @@ import pytest
 from pgqueue.errors import DependencyNotFound, ValidationError
 from pgqueue.runtime import PostgresQueueManager
 from tests.conftest import start_manager
-from tests.helpers import count_rows, events_of, sql, sql_value
+from tests.helpers import clock_ahead, count_rows, events_of, sql, sql_value
 
 UUID7 = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$")
 
@@ -175,18 +175,11 @@ async def test_unique_key_extend_refreshes_the_owner_ttl(
     assert again == owner and after > before
 
 
-async def test_expired_unique_key_no_longer_blocks(
-    manager: PostgresQueueManager, db_dsn: str, namespace: str
-) -> None:
+async def test_expired_unique_key_no_longer_blocks(manager: PostgresQueueManager) -> None:
     owner = await manager.push("q", "a", 1, unique_key="k", dedup={"ttl": 60000})
-    await sql(
-        db_dsn,
-        "UPDATE pgqueue_jobs SET unique_expires_at = clock_timestamp() - interval '1 ms'"
-        " WHERE namespace = $1 AND id = $2",
-        namespace,
-        owner,
-    )
-    assert await manager.push("q", "a", 2, unique_key="k") != owner
+    later = clock_ahead(60_001)
+    spec = manager.job_spec("q", "a", 2, unique_key="k")
+    assert (await manager.push_specs([spec], now=later))[0] != owner
 
 
 @pytest.mark.parametrize(

@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator, Iterator
-from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -21,16 +19,15 @@ import asyncpg
 import pytest
 
 from pgqueue.config import Config
-from pgqueue.db.queries import Q, Query
+from pgqueue.db.queries import Q
 from pgqueue.runtime import PostgresQueueManager
 from tests.conftest import MANAGER_DEFAULTS
+from tests.helpers import Plan, explain, planner, walk
 
 NAMESPACE = "plan"
 QUEUES = ("emails", "sms", "reports", "thumbs")
 PER_QUEUE = 5_000
 CLAIMED = 300
-
-Plan = dict[str, Any]
 
 
 @dataclass(frozen=True)
@@ -83,38 +80,18 @@ def backlog(db_dsn: str) -> Backlog:
     return asyncio.run(_seed(db_dsn))
 
 
-@asynccontextmanager
-async def connection(dsn: str, plan_cache_mode: str = "auto") -> AsyncIterator[asyncpg.Connection]:
-    conn = await asyncpg.connect(dsn, server_settings={"plan_cache_mode": plan_cache_mode})
-    try:
-        yield conn
-    finally:
-        await conn.close()
-
-
-async def explain(conn: asyncpg.Connection, query: Query, *args: Any) -> Plan:
-    text = await conn.fetchval("EXPLAIN (FORMAT JSON) " + query.sql, *args)
-    plan: Plan = json.loads(text)[0]["Plan"]
-    return plan
-
-
-def claim_args(backlog: Backlog) -> tuple[Any, ...]:
-    return (
-        NAMESPACE,
-        "emails",
-        100,
-        "worker-1",
-        backlog.broker_id,
-        backlog.session_id,
-        30_000,
-        30_000,
+def claim_args(backlog: Backlog, now: datetime | None = None) -> dict[str, Any]:
+    return dict(
+        namespace=NAMESPACE,
+        queue="emails",
+        count=100,
+        owner="worker-1",
+        broker_id=backlog.broker_id,
+        session_id=backlog.session_id,
+        lease_ms=30_000,
+        default_lease_ms=30_000,
+        now=now,
     )
-
-
-def walk(node: Plan) -> Iterator[Plan]:
-    yield node
-    for child in node.get("Plans", []):
-        yield from walk(child)
 
 
 def scans_of_jobs(node: Plan) -> list[str]:
@@ -149,29 +126,56 @@ def claim_plan_problems(plan: Plan) -> list[str]:
 async def test_the_claim_reads_the_claim_index_in_order_and_locks_under_the_limit(
     backlog: Backlog, plan_cache_mode: str
 ) -> None:
-    async with connection(backlog.dsn, plan_cache_mode) as conn:
-        plan = await explain(conn, Q.job_claim_batch, *claim_args(backlog))
+    async with planner(backlog.dsn, plan_cache_mode) as conn:
+        plan = await explain(conn, Q.job_claim_batch, **claim_args(backlog))
     assert claim_plan_problems(plan) == [], json.dumps(plan, indent=1)
     [locking] = [n for n in walk(plan) if n["Node Type"] == "LockRows"]
     [limit] = [n for n in walk(plan) if n["Node Type"] == "Limit" and locking in n["Plans"]]
     assert limit["Plans"][-1] is locking, "LIMIT sits directly above the lock"
 
 
+@pytest.mark.parametrize("plan_cache_mode", ["force_custom_plan", "force_generic_plan"])
+async def test_the_claim_keeps_the_claim_index_under_a_moved_clock(
+    backlog: Backlog, plan_cache_mode: str
+) -> None:
+    """The injected clock (``coalesce(:now, statement_timestamp())``) does not change the plan."""
+    later = datetime.now(UTC) + timedelta(hours=1)
+    async with planner(backlog.dsn, plan_cache_mode) as conn:
+        plan = await explain(conn, Q.job_claim_batch, **claim_args(backlog, now=later))
+    assert claim_plan_problems(plan) == [], json.dumps(plan, indent=1)
+
+
+@pytest.mark.parametrize("plan_cache_mode", ["force_custom_plan", "force_generic_plan"])
+async def test_the_lease_functions_are_inlined_into_the_claim(
+    backlog: Backlog, plan_cache_mode: str
+) -> None:
+    """pgqueue_lease_token / pgqueue_lease_until (migration 0018) are one-expression
+    SQL functions: the plan computes their expressions, it calls no function."""
+    args = Q.job_claim_batch.arguments((), claim_args(backlog))
+    async with planner(backlog.dsn, plan_cache_mode) as conn:
+        rows = await conn.fetch("EXPLAIN (VERBOSE) " + Q.job_claim_batch.sql, *args)
+    text = "\n".join(row[0] for row in rows)
+    assert "md5(" in text, text
+    assert "pgqueue_lease_" not in text, text
+
+
 async def test_the_plan_check_rejects_a_claim_without_its_index(backlog: Backlog) -> None:
-    async with connection(backlog.dsn) as conn:
+    async with planner(backlog.dsn) as conn:
         tx = conn.transaction()
         await tx.start()
         try:
             await conn.execute("DROP INDEX pgqueue_jobs_claim_idx")
-            plan = await explain(conn, Q.job_claim_batch, *claim_args(backlog))
+            plan = await explain(conn, Q.job_claim_batch, **claim_args(backlog))
         finally:
             await tx.rollback()
     assert claim_plan_problems(plan) != []
 
 
 async def test_the_lease_expiry_scan_uses_the_lease_index(backlog: Backlog) -> None:
-    async with connection(backlog.dsn) as conn:
-        plan = await explain(conn, Q.job_lock_expired_leases, NAMESPACE, 500, None)
+    async with planner(backlog.dsn) as conn:
+        plan = await explain(
+            conn, Q.job_lock_expired_leases, namespace=NAMESPACE, limit=500, now=None
+        )
     assert scans_of_jobs(plan) == ["Index Scan pgqueue_jobs_lease_idx"], json.dumps(plan, indent=1)
     assert any(n["Node Type"] == "LockRows" for n in walk(plan))
 
@@ -182,6 +186,8 @@ async def test_the_lease_expiry_scan_keeps_the_lease_index_under_a_moved_clock(
 ) -> None:
     """The injected clock (``coalesce($3, statement_timestamp())``) does not change the plan."""
     later = datetime.now(UTC) + timedelta(hours=1)
-    async with connection(backlog.dsn, plan_cache_mode) as conn:
-        plan = await explain(conn, Q.job_lock_expired_leases, NAMESPACE, 500, later)
+    async with planner(backlog.dsn, plan_cache_mode) as conn:
+        plan = await explain(
+            conn, Q.job_lock_expired_leases, namespace=NAMESPACE, limit=500, now=later
+        )
     assert scans_of_jobs(plan) == ["Index Scan pgqueue_jobs_lease_idx"], json.dumps(plan, indent=1)

@@ -13,9 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
 
 import asyncpg
 import pytest
@@ -24,9 +22,9 @@ from pgqueue.config import Config
 from pgqueue.db.queries import Q
 from pgqueue.runtime import PostgresQueueManager
 from tests.conftest import MANAGER_DEFAULTS
+from tests.helpers import Plan, explain, walk
 
 NAMESPACE = "plan-limited"
-Plan = dict[str, Any]
 
 
 @dataclass(frozen=True)
@@ -78,12 +76,6 @@ async def _seed(dsn: str) -> Backlog:
 @pytest.fixture(scope="module")
 def backlog(db_dsn: str) -> Backlog:
     return asyncio.run(_seed(db_dsn))
-
-
-def walk(node: Plan) -> Iterator[Plan]:
-    yield node
-    for child in node.get("Plans", []):
-        yield from walk(child)
 
 
 async def inner_plans(backlog: Backlog, queue: str, **group: int) -> list[Plan]:
@@ -182,21 +174,20 @@ async def test_the_plain_claim_of_a_grouped_or_limited_queue_only_probes_an_inde
     reading the backlog: the group probe is one descent of the group index."""
     conn = await asyncpg.connect(backlog.dsn)
     try:
-        args = Q.job_claim_batch.arguments(
-            (),
-            dict(
-                namespace=NAMESPACE,
-                queue=queue,
-                count=100,
-                owner="w",
-                broker_id=backlog.broker_id,
-                session_id=backlog.session_id,
-                lease_ms=30_000,
-                default_lease_ms=30_000,
-            ),
+        plan = await explain(
+            conn,
+            Q.job_claim_batch,
+            namespace=NAMESPACE,
+            queue=queue,
+            count=100,
+            owner="w",
+            broker_id=backlog.broker_id,
+            session_id=backlog.session_id,
+            lease_ms=30_000,
+            default_lease_ms=30_000,
+            now=None,
         )
-        text = await conn.fetchval("EXPLAIN (FORMAT JSON) " + Q.job_claim_batch.sql, *args)
     finally:
         await conn.close()
-    reads = job_reads([json.loads(text)[0]["Plan"]])
+    reads = job_reads([plan])
     assert [read for read in reads if not read.startswith("Index")] == [], reads

@@ -11,7 +11,7 @@ from pgqueue.errors import ValidationError
 from pgqueue.runtime import PostgresQueueManager
 from pgqueue.testing import eventually
 from tests.conftest import start_manager
-from tests.helpers import events_of, expire_lease, make_due, sql, sql_value
+from tests.helpers import clock_ahead, events_of, expire_lease, sql, sql_value
 
 
 async def test_claim_leases_the_job_on_the_database_clock_and_bumps_its_fence(
@@ -43,26 +43,17 @@ async def test_lifo_jobs_come_out_newest_first(manager: PostgresQueueManager) ->
     assert [c.id for c in claims] == list(reversed(ids))
 
 
-async def test_delayed_job_is_not_claimed_before_it_is_due(
-    manager: PostgresQueueManager, db_dsn: str, namespace: str
-) -> None:
+async def test_delayed_job_is_not_claimed_before_it_is_due(manager: PostgresQueueManager) -> None:
     job_id = await manager.push("q", "later", None, delay=60_000)
     assert await manager.get_state(job_id) == "delayed"
     assert await manager.pull_batch("q", 10) == []
-    await make_due(db_dsn, namespace, job_id)
-    assert [c.id for c in await manager.pull_batch("q", 10)] == [job_id]
+    later = clock_ahead(60_001)
+    assert [c.id for c in await manager.pull_batch("q", 10, now=later)] == [job_id]
 
 
-async def test_ttl_expired_job_is_not_claimed(
-    manager: PostgresQueueManager, db_dsn: str, namespace: str
-) -> None:
-    job_id = await manager.push("q", "n", None, ttl=60_000)
-    await sql(
-        db_dsn,
-        "UPDATE pgqueue_jobs SET expires_at = clock_timestamp() - interval '1 ms' WHERE id = $1",
-        job_id,
-    )
-    assert await manager.pull_batch("q", 10) == []
+async def test_ttl_expired_job_is_not_claimed(manager: PostgresQueueManager) -> None:
+    await manager.push("q", "n", None, ttl=60_000)
+    assert await manager.pull_batch("q", 10, now=clock_ahead(60_001)) == []
 
 
 async def test_claim_count_and_timeout_are_validated(manager: PostgresQueueManager) -> None:

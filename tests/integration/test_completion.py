@@ -9,7 +9,7 @@ from pgqueue.manager.models import AckItem
 from pgqueue.runtime import PostgresQueueManager
 from pgqueue.testing import eventually
 from tests.conftest import start_manager
-from tests.helpers import count_rows, events_of, expire_lease, make_due, sql, sql_value
+from tests.helpers import clock_ahead, count_rows, events_of, expire_lease, sql, sql_value
 
 
 async def test_ack_stores_the_result_and_moves_the_job_out_of_the_hot_table(
@@ -122,14 +122,15 @@ async def test_remove_on_complete_hides_the_job_but_keeps_its_completion(
 
 
 async def test_failure_retries_with_exponential_backoff_on_the_database_clock(
-    manager: PostgresQueueManager, db_dsn: str, namespace: str
+    manager: PostgresQueueManager, db_dsn: str
 ) -> None:
     """G5: retry n is due at db_now + base * 2^(n-1)."""
     job_id = await manager.push(
         "q", "n", 1, attempts=4, backoff={"type": "exponential", "delay": 10_000}
     )
+    now = None
     for attempt, expected_ms in ((1, 10_000), (2, 20_000), (3, 40_000)):
-        [claim] = await manager.pull_batch("q", 1)
+        [claim] = await manager.pull_batch("q", 1, now=now)
         await manager.fail(claim.id, claim.token, f"boom {attempt}", stacktrace=["l1", "l2"])
         row = (
             await sql(
@@ -142,7 +143,7 @@ async def test_failure_retries_with_exponential_backoff_on_the_database_clock(
         assert row["state"] == "pending" and row["attempts"] == attempt
         assert expected_ms - 2_000 < row["due_in"] <= expected_ms
         assert await manager.get_state(job_id) == "delayed"
-        await make_due(db_dsn, namespace, job_id)
+        now = clock_ahead(expected_ms + 1_000)
     job = await manager.get_job(job_id)
     assert job is not None and job.error == "boom 3" and job.stacktrace == ["l1", "l2"]
     assert [entry["attempt"] for entry in job.attempt_log] == [1, 2, 3]

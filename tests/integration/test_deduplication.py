@@ -13,7 +13,7 @@ import pytest
 
 from pgqueue.errors import ValidationError
 from pgqueue.runtime import PostgresQueueManager
-from tests.helpers import events_of, sql, sql_value
+from tests.helpers import clock_ahead, events_of, sql_value
 
 HOUR = 3_600_000
 
@@ -22,17 +22,6 @@ async def _run(m: PostgresQueueManager, queue: str = "q") -> str:
     [claim] = await m.pull_batch(queue, 1)
     await m.ack(claim.id, claim.token, "done")
     return claim.id
-
-
-async def _expire_finished_key(dsn: str, namespace: str, job_id: str) -> None:
-    """The key's TTL passes (the whole database sees it)."""
-    await sql(
-        dsn,
-        "UPDATE pgqueue_finished SET unique_expires_at = clock_timestamp() - interval '1 ms'"
-        " WHERE namespace = $1 AND id = $2",
-        namespace,
-        job_id,
-    )
 
 
 async def test_a_key_with_a_ttl_is_held_after_its_job_completed(
@@ -45,8 +34,8 @@ async def test_a_key_with_a_ttl_is_held_after_its_job_completed(
     assert again == owner
     assert (await manager.get_counts("q")).waiting == 0
     assert events_of_type(await events_of(db_dsn, namespace, owner), "duplicated") == 1
-    await _expire_finished_key(db_dsn, namespace, owner)
-    assert await manager.push("q", "a", 3, unique_key="k", dedup={"ttl": HOUR}) != owner
+    spec = manager.job_spec("q", "a", 3, unique_key="k", dedup={"ttl": HOUR})
+    assert (await manager.push_specs([spec], now=clock_ahead(HOUR + 1_000)))[0] != owner
 
 
 async def test_a_key_without_a_ttl_goes_with_its_job(manager: PostgresQueueManager) -> None:

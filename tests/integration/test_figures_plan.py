@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Iterator
-from typing import Any
 
 import asyncpg
 import pytest
@@ -20,11 +18,10 @@ from pgqueue.config import Config
 from pgqueue.db.queries import Q
 from pgqueue.runtime import PostgresQueueManager
 from tests.conftest import MANAGER_DEFAULTS
+from tests.helpers import Plan, explain, planner, walk
 
 NAMESPACE = "figplan"
 QUEUES = ("emails", "sms", "reports")
-
-Plan = dict[str, Any]
 
 
 async def _seed(dsn: str) -> str:
@@ -70,12 +67,6 @@ def some_job(db_dsn: str) -> str:
     return asyncio.run(_seed(db_dsn))
 
 
-def walk(node: Plan) -> Iterator[Plan]:
-    yield node
-    for child in node.get("Plans", []):
-        yield from walk(child)
-
-
 def reads_of(plan: Plan, table: str) -> list[str]:
     """How ``table`` is read: ``"Index Scan pgqueue_jobs_x"``, ``"Seq Scan"``, ..."""
     return [
@@ -86,16 +77,6 @@ def reads_of(plan: Plan, table: str) -> list[str]:
     ]
 
 
-async def explain(dsn: str, mode: str, sql: str, *args: Any) -> Plan:
-    conn = await asyncpg.connect(dsn, server_settings={"plan_cache_mode": mode})
-    try:
-        text = await conn.fetchval("EXPLAIN (FORMAT JSON) " + sql, *args)
-    finally:
-        await conn.close()
-    plan: Plan = json.loads(text)[0]["Plan"]
-    return plan
-
-
 MODES = ["force_custom_plan", "force_generic_plan"]
 
 
@@ -103,7 +84,8 @@ MODES = ["force_custom_plan", "force_generic_plan"]
 async def test_the_queue_figures_read_the_listing_index_only(
     db_dsn: str, some_job: str, mode: str
 ) -> None:
-    plan = await explain(db_dsn, mode, Q.queue_alert_figures.sql, NAMESPACE, list(QUEUES))
+    async with planner(db_dsn, mode) as conn:
+        plan = await explain(conn, Q.queue_alert_figures, namespace=NAMESPACE, queues=list(QUEUES))
     reads = reads_of(plan, "pgqueue_jobs")
     assert reads, json.dumps(plan, indent=1)
     assert all("pgqueue_jobs_listing_idx" in r for r in reads), (reads, json.dumps(plan, indent=1))
@@ -115,9 +97,12 @@ async def test_the_queue_figures_read_the_listing_index_only(
 async def test_the_lease_holder_and_timeline_read_one_job_by_key(
     db_dsn: str, some_job: str, mode: str
 ) -> None:
-    lease = await explain(db_dsn, mode, Q.job_lease_holder.sql, NAMESPACE, some_job)
+    async with planner(db_dsn, mode) as conn:
+        lease = await explain(conn, Q.job_lease_holder, namespace=NAMESPACE, job_id=some_job)
+        timeline = await explain(
+            conn, Q.job_timeline, namespace=NAMESPACE, job_id=some_job, limit=500
+        )
     assert [r for r in reads_of(lease, "pgqueue_jobs") if r.startswith("Seq")] == []
-    timeline = await explain(db_dsn, mode, Q.job_timeline.sql, NAMESPACE, some_job, 500)
     reads = reads_of(timeline, "pgqueue_events")
     assert reads and all("pgqueue_events_job_idx" in r for r in reads), reads
 
@@ -131,12 +116,12 @@ async def test_the_plan_check_rejects_figures_without_the_listing_index(
         await tx.start()
         try:
             await conn.execute("DROP INDEX pgqueue_jobs_listing_idx")
-            text = await conn.fetchval(
-                "EXPLAIN (FORMAT JSON) " + Q.queue_alert_figures.sql, NAMESPACE, list(QUEUES)
+            plan = await explain(
+                conn, Q.queue_alert_figures, namespace=NAMESPACE, queues=list(QUEUES)
             )
         finally:
             await tx.rollback()
     finally:
         await conn.close()
-    reads = reads_of(json.loads(text)[0]["Plan"], "pgqueue_jobs")
+    reads = reads_of(plan, "pgqueue_jobs")
     assert not all("pgqueue_jobs_listing_idx" in r for r in reads)

@@ -8,7 +8,7 @@ import pytest
 
 from pgqueue.errors import JobNotFound, ValidationError
 from pgqueue.runtime import PostgresQueueManager
-from tests.helpers import events_of, sql, sql_value
+from tests.helpers import clock_ahead, events_of, sql_value
 
 
 async def _run_one(m: PostgresQueueManager, queue: str, result: object = None) -> str:
@@ -207,20 +207,14 @@ async def test_remove_unprocessed_children_of_an_unknown_or_childless_job(
 
 
 async def test_deduplication_key_owner_is_the_live_job_holding_it(
-    manager: PostgresQueueManager, db_dsn: str, namespace: str
+    manager: PostgresQueueManager,
 ) -> None:
     owner = await manager.push("q", "a", 1, unique_key="user-7", dedup={"ttl": 60_000})
     assert await manager.get_deduplication_job_id("q", "user-7") == owner
     assert await manager.get_deduplication_job_id("other", "user-7") is None
     assert await manager.get_deduplication_job_id("q", "user-8") is None
-    await sql(
-        db_dsn,
-        "UPDATE pgqueue_jobs SET unique_expires_at = clock_timestamp() - interval '1 ms'"
-        " WHERE namespace = $1 AND id = $2",
-        namespace,
-        owner,
-    )
-    assert await manager.get_deduplication_job_id("q", "user-7") is None
+    later = clock_ahead(60_001)
+    assert await manager.get_deduplication_job_id("q", "user-7", now=later) is None
 
 
 async def test_removing_a_deduplication_key_admits_the_next_push(

@@ -9,12 +9,12 @@ timeout) and the outbox grew without bound.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import asyncpg
 
-from pgqueue.db.queries import Q, Query
+from pgqueue.db.queries import Q
+from tests.helpers import explain
 
 EVENTS = 3_000
 
@@ -27,17 +27,6 @@ def scans_of_events(plan: dict[str, Any]) -> list[dict[str, Any]]:
     for child in plan.get("Plans", []):
         found += scans_of_events(child)
     return found
-
-
-async def explain(conn: asyncpg.Connection, query: Query, *args: Any) -> dict[str, Any]:
-    transaction = conn.transaction()
-    await transaction.start()
-    try:
-        raw = await conn.fetchval(f"EXPLAIN (ANALYZE, FORMAT JSON) {query.sql}", *args)
-    finally:
-        await transaction.rollback()
-    plan: dict[str, Any] = json.loads(raw)[0]["Plan"]
-    return plan
 
 
 async def seed(conn: asyncpg.Connection, namespace: str) -> None:
@@ -59,7 +48,16 @@ async def test_trimming_a_queue_reads_its_events_once_per_batch_not_once_per_row
     conn = await asyncpg.connect(db_dsn)
     try:
         await seed(conn, namespace)
-        plan = await explain(conn, Q.event_trim_queue_returning, namespace, "q", 1_000, 500, None)
+        plan = await explain(
+            conn,
+            Q.event_trim_queue_returning,
+            analyze=True,
+            namespace=namespace,
+            queue="q",
+            keep=1_000,
+            limit=500,
+            horizon=None,
+        )
         assert plan["Actual Rows"] == 500  # a full batch went
         for scan in scans_of_events(plan):
             if scan.get("Index Name") == "pgqueue_events_pkey":
@@ -75,7 +73,16 @@ async def test_pruning_old_events_reads_them_once_per_batch_not_once_per_row(
     conn = await asyncpg.connect(db_dsn)
     try:
         await seed(conn, namespace)
-        plan = await explain(conn, Q.event_prune_old_returning, namespace, 60_000, 500, None, None)
+        plan = await explain(
+            conn,
+            Q.event_prune_old_returning,
+            analyze=True,
+            namespace=namespace,
+            max_age_ms=60_000,
+            window=500,
+            horizon=None,
+            now=None,
+        )
         assert plan["Actual Rows"] == 1  # the window's figures: 500 scanned, 500 pruned
         for scan in scans_of_events(plan):
             if scan.get("Index Name") == "pgqueue_events_pkey":
@@ -103,7 +110,16 @@ async def test_pruning_old_events_does_not_read_the_recent_ones(
             recent,
         )
         await conn.execute("ANALYZE pgqueue_events")
-        plan = await explain(conn, Q.event_prune_old_returning, namespace, 60_000, 500, None, None)
+        plan = await explain(
+            conn,
+            Q.event_prune_old_returning,
+            analyze=True,
+            namespace=namespace,
+            max_age_ms=60_000,
+            window=500,
+            horizon=None,
+            now=None,
+        )
         read = sum(
             scan["Actual Rows"] * scan["Actual Loops"]
             for scan in scans_of_events(plan)
@@ -143,7 +159,16 @@ async def test_pruning_finished_jobs_does_not_read_the_recent_ones(
             "INSERT INTO pgqueue_queues (namespace, queue) VALUES ($1, 'q')", namespace
         )
         await conn.execute("ANALYZE pgqueue_finished")
-        plan = await explain(conn, Q.finished_prune, namespace, 86_400_000, 86_400_000, 500, None)
+        plan = await explain(
+            conn,
+            Q.finished_prune,
+            analyze=True,
+            namespace=namespace,
+            completed_ms=86_400_000,
+            failed_ms=86_400_000,
+            limit=500,
+            now=None,
+        )
         assert plan["Actual Rows"] == 1
         assert scans_of(plan, "pgqueue_finished")  # it read the table
         read = sum(

@@ -7,18 +7,7 @@ import pytest
 from pgqueue.errors import ValidationError
 from pgqueue.runtime import PostgresQueueManager
 from tests.conftest import start_manager
-from tests.helpers import sql
-
-
-async def _age_worker(db_dsn: str, namespace: str, worker_id: str, ms: int) -> None:
-    await sql(
-        db_dsn,
-        "UPDATE pgqueue_workers SET last_seen = clock_timestamp() - $3 * interval '1 millisecond'"
-        " WHERE namespace = $1 AND worker_id = $2",
-        namespace,
-        worker_id,
-        ms,
-    )
+from tests.helpers import clock_ahead, clock_between, sql
 
 
 async def test_register_worker_answers_in_bunqueue_shape(manager: PostgresQueueManager) -> None:
@@ -64,11 +53,10 @@ async def test_registering_again_updates_the_worker_and_keeps_its_counters(
 
 
 async def test_worker_heartbeat_records_counters_and_refreshes_liveness(
-    manager: PostgresQueueManager, db_dsn: str, namespace: str
+    manager: PostgresQueueManager,
 ) -> None:
     await manager.register_worker("w1", "w", ["q"], concurrency=3)
-    await _age_worker(db_dsn, namespace, "w1", 60_000)
-    [stale], _ = await manager.list_workers()
+    [stale], _ = await manager.list_workers(now=clock_ahead(60_000))
     assert stale["active"] is False
     await manager.worker_heartbeat("w1", active_jobs=2, processed=10, failed=1)
     [fresh], stats = await manager.list_workers()
@@ -94,12 +82,20 @@ async def test_worker_heartbeat_of_an_unknown_worker_says_worker_not_found(
 async def test_list_workers_counts_only_recently_seen_workers_as_active(
     manager: PostgresQueueManager, db_dsn: str, namespace: str
 ) -> None:
-    await manager.register_worker("alive", "w", ["q"], concurrency=2)
     await manager.register_worker("gone", "w", ["q"], concurrency=5)
     await manager.worker_heartbeat("gone", processed=4)
-    await _age_worker(db_dsn, namespace, "gone", 31_000)
-    await _age_worker(db_dsn, namespace, "alive", 29_000)
-    workers, stats = await manager.list_workers()
+    await manager.register_worker("alive", "w", ["q"], concurrency=2)
+    seen = {
+        row["worker_id"]: row["last_seen"]
+        for row in await sql(
+            db_dsn,
+            "SELECT worker_id, last_seen FROM pgqueue_workers WHERE namespace = $1",
+            namespace,
+        )
+    }
+    # 30 s after the middle of the two sightings: "gone" was seen longer ago, "alive" not.
+    now = clock_between(seen["gone"], seen["alive"], 30_000)
+    workers, stats = await manager.list_workers(now=now)
     assert {w["workerId"]: w["active"] for w in workers} == {"alive": True, "gone": False}
     assert (stats["total"], stats["active"], stats["concurrencySlots"]) == (2, 1, 2)
     assert stats["totalProcessed"] == 4

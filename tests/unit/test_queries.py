@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
 
@@ -190,3 +191,25 @@ def test_an_include_must_name_a_fragment_and_fill_exactly_its_slots() -> None:
         parse_queries(frag + "-- name: q\n-- include: page(order=ASC, x=1)\n")
     with pytest.raises(ValueError, match="fragment page defined twice"):
         parse_queries(frag + frag)
+
+
+# SQL the loader does not number: comments (other than include lines), quoted
+# text and dollar-quoted bodies.
+_NOT_SQL = re.compile(
+    r"--(?!\s*include:)[^\n]*|'(?:[^']|'')*'|\"(?:[^\"]|\"\")*\"|\$\$.*?\$\$", re.S
+)
+# Explicit exceptions: none.  A query that must number its own placeholders is
+# listed here with the reason.
+POSITIONAL_ALLOWED: dict[str, str] = {}
+
+
+def test_no_query_file_numbers_its_parameters_itself() -> None:
+    root = Path(__file__).resolve().parents[2] / "pgqueue" / "sql"
+    positional: list[str] = []
+    for path in sorted(root.glob("*.sql")):
+        blocks = re.split(r"(?m)^--\s*(?:name|fragment):\s*([a-z][a-z0-9_]*)\s*$", path.read_text())
+        for name, text in zip(blocks[1::2], blocks[2::2], strict=True):
+            if name not in POSITIONAL_ALLOWED and PLACEHOLDER.search(_NOT_SQL.sub(" ", text)):
+                positional.append(f"{path.name}: {name}")
+    assert positional == []
+    assert all(getattr(Q, name).params for name in Q.names() if "$" in getattr(Q, name).sql)

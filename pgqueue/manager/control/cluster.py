@@ -24,7 +24,10 @@ async def list_brokers(ctx: EngineContext) -> list[dict[str, Any]]:
     draining, drainingSince, leader, self, status}]`` ordered by broker id (times in
     ms); ``status`` is what the broker last reported of itself (``report_status``)."""
     rows = await ctx.db.fetch(
-        Q.broker_overview, ctx.namespace, ctx.config.session_stale_ms, MAINTENANCE_SEAT
+        Q.broker_overview,
+        namespace=ctx.namespace,
+        session_stale_ms=ctx.config.session_stale_ms,
+        maintenance_seat=MAINTENANCE_SEAT,
     )
     return [
         {
@@ -49,10 +52,18 @@ async def list_brokers(ctx: EngineContext) -> list[dict[str, Any]]:
 async def report_status(ctx: EngineContext, status: dict[str, Any]) -> None:
     """Write this session's own status (a JSON object) on its broker row."""
     await ctx.db.execute(
-        Q.broker_status_report, ctx.namespace, ctx.session_id, jsontext.dumps(status)
+        Q.broker_status_report,
+        namespace=ctx.namespace,
+        session_id=ctx.session_id,
+        status=jsontext.dumps(status),
     )
 
 
 async def mark_draining(ctx: EngineContext) -> None:
     """Record that this session began to drain."""
-    await ctx.db.execute(Q.session_mark_draining, ctx.namespace, ctx.broker_id, ctx.session_id)
+    await ctx.db.execute(
+        Q.session_mark_draining,
+        namespace=ctx.namespace,
+        broker_id=ctx.broker_id,
+        session_id=ctx.session_id,
+    )

@@ -8,6 +8,8 @@ admitted as a new job.
 
 from __future__ import annotations
 
+from datetime import datetime
+
 from pgqueue.db.queries import Q
 from pgqueue.manager.context import EngineContext
 from pgqueue.vocabulary.names import validate_job_id, validate_queue_name
@@ -15,11 +17,16 @@ from pgqueue.vocabulary.names import validate_job_id, validate_queue_name
 __all__ = ["deduplication_job_id", "remove_deduplication_key", "remove_job_deduplication_key"]
 
 
-async def deduplication_job_id(ctx: EngineContext, queue: str, key: str) -> str | None:
-    """The id of the live job holding ``key`` in ``queue``; None when nobody does."""
+async def deduplication_job_id(
+    ctx: EngineContext, queue: str, key: str, now: datetime | None = None
+) -> str | None:
+    """The id of the job holding ``key`` in ``queue`` at ``now`` (None: the
+    database clock; tests move time with it); None when nobody does."""
     validate_queue_name(queue)
     validate_job_id(key, "deduplicationId")
-    row = await ctx.db.fetchrow(Q.job_unique_key_owner, ctx.namespace, queue, key)
+    row = await ctx.db.fetchrow(
+        Q.job_unique_key_owner, namespace=ctx.namespace, queue=queue, key=key, now=now
+    )
     return None if row is None else str(row["id"])
 
 
@@ -28,7 +35,7 @@ async def remove_deduplication_key(ctx: EngineContext, queue: str, key: str) -> 
     validate_queue_name(queue)
     validate_job_id(key, "deduplicationId")
     ctx.session.check()
-    rows = await ctx.db.fetch(Q.job_unique_key_clear, ctx.namespace, queue, key)
+    rows = await ctx.db.fetch(Q.job_unique_key_clear, namespace=ctx.namespace, queue=queue, key=key)
     return len(rows)
 
 
@@ -36,4 +43,7 @@ async def remove_job_deduplication_key(ctx: EngineContext, job_id: str) -> bool:
     """Free the key that live job ``job_id`` holds; False when it holds none."""
     validate_job_id(job_id, "id")
     ctx.session.check()
-    return await ctx.db.fetchrow(Q.job_unique_key_clear_by_id, ctx.namespace, job_id) is not None
+    return (
+        await ctx.db.fetchrow(Q.job_unique_key_clear_by_id, namespace=ctx.namespace, job_id=job_id)
+        is not None
+    )

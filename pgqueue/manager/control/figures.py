@@ -60,10 +60,13 @@ async def alert_figures(
     ns = ctx.namespace
     rows = await ctx.db.fetch(Q.queue_alert_figures, namespace=ns, queues=names)
     dlq: dict[str, dict[str, int]] = {}
-    for entry in await ctx.db.fetch(Q.dlq_size_by_reason, ns):
+    for entry in await ctx.db.fetch(Q.dlq_size_by_reason, namespace=ns):
         dlq.setdefault(entry["queue"], {})[entry["reason"]] = int(entry["entries"])
     slots = {
-        s["queue"]: s for s in await ctx.db.fetch(Q.worker_slots, ns, ctx.config.worker_stale_ms)
+        s["queue"]: s
+        for s in await ctx.db.fetch(
+            Q.worker_slots, namespace=ns, worker_stale_ms=ctx.config.worker_stale_ms
+        )
     }
     figures = []
     for row in rows:
@@ -112,7 +115,7 @@ async def postgres_health(ctx: EngineContext) -> dict[str, Any]:
             "ageTransactions": int(row["xid_age"] or 0),
             "seconds": None if row["seconds"] is None else round(float(row["seconds"]), 1),
         }
-        for row in await ctx.db.fetch(Q.xmin_holders, XMIN_HOLDERS_SHOWN)
+        for row in await ctx.db.fetch(Q.xmin_holders, limit=XMIN_HOLDERS_SHOWN)
     ]
     sizes = {row["table_name"]: int(row["bytes"]) for row in await ctx.db.fetch(Q.table_sizes)}
     tables = [
@@ -141,7 +144,7 @@ async def job_inspect(ctx: EngineContext, job_id: str) -> dict[str, Any]:
     [{type, at, payload}]}``: who holds a live job's lease, and the job's state
     changes still kept in the outbox (oldest first; retention trims them)."""
     validate_job_id(job_id)
-    row = await ctx.db.fetchrow(Q.job_lease_holder, ctx.namespace, job_id)
+    row = await ctx.db.fetchrow(Q.job_lease_holder, namespace=ctx.namespace, job_id=job_id)
     lease = None
     if row is not None:
         lease = {
@@ -154,6 +157,8 @@ async def job_inspect(ctx: EngineContext, job_id: str) -> dict[str, Any]:
         }
     timeline = [
         {"type": e["type"], "at": e["at"], "payload": jsontext.loads(e["payload"] or "null")}
-        for e in await ctx.db.fetch(Q.job_timeline, ctx.namespace, job_id, TIMELINE_LIMIT)
+        for e in await ctx.db.fetch(
+            Q.job_timeline, namespace=ctx.namespace, job_id=job_id, limit=TIMELINE_LIMIT
+        )
     ]
     return {"lease": lease, "timeline": timeline}

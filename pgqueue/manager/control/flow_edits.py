@@ -40,16 +40,18 @@ async def remove_child_dependency(ctx: EngineContext, child_id: str) -> bool:
     ns = ctx.namespace
 
     async def body(tx: Executor) -> bool | None:
-        child = await tx.fetchrow(Q.flow_child_lock, ns, child_id)
+        child = await tx.fetchrow(Q.flow_child_lock, namespace=ns, child_id=child_id)
         if child is None:
             return None
         parent_id = child["parent_id"]
         if parent_id is None:
             return False
-        row = await tx.fetchrow(Q.dependency_detach, ns, [parent_id], [child_id])
+        row = await tx.fetchrow(
+            Q.dependency_detach, namespace=ns, job_ids=[parent_id], depends_on=[child_id]
+        )
         if row is None or row["detached"] == 0:
             return False
-        await tx.fetch(Q.flow_children_detach, ns, [child_id])
+        await tx.fetch(Q.flow_children_detach, namespace=ns, ids=[child_id])
         return True
 
     removed = await in_transaction(ctx.db, body)
@@ -80,23 +82,25 @@ async def remove_unprocessed_children(ctx: EngineContext, parent_id: str) -> int
         removed_all: list[str] = []
         frontier = [parent_id]
         while frontier:
-            children = await tx.fetch(Q.flow_children_lock_unprocessed, ns, frontier)
+            children = await tx.fetch(
+                Q.flow_children_lock_unprocessed, namespace=ns, frontier=frontier
+            )
             if not children:
                 break
             await tx.fetchrow(
                 Q.dependency_detach,
-                ns,
-                [c["parent_id"] for c in children],
-                [c["id"] for c in children],
+                namespace=ns,
+                job_ids=[c["parent_id"] for c in children],
+                depends_on=[c["id"] for c in children],
             )
             removed, kept = await _remove(tx, ns, children)
             if kept:
-                await tx.fetch(Q.flow_children_detach, ns, kept)
+                await tx.fetch(Q.flow_children_detach, namespace=ns, ids=kept)
             total += len(children)
             removed_all.extend(removed)
             frontier = removed
         if removed_all:
-            await tx.fetch(Q.flow_children_orphan, ns, removed_all)
+            await tx.fetch(Q.flow_children_orphan, namespace=ns, removed_all=removed_all)
         return total
 
     total = await in_transaction(ctx.db, body)
@@ -118,11 +122,11 @@ async def _remove(tx: Executor, ns: str, children: list[Row]) -> tuple[list[str]
     while pending:
         rows = await tx.fetch(
             Q.job_delete_many,
-            ns,
-            [c["id"] for c in pending],
-            [c["fence"] for c in pending],
-            [c["state"] for c in pending],
-            REMOVED_REASON,
+            namespace=ns,
+            ids=[c["id"] for c in pending],
+            fences=[c["fence"] for c in pending],
+            expected_states=[c["state"] for c in pending],
+            reason=REMOVED_REASON,
         )
         done = [r["id"] for r in rows if r["outcome"] == "removed"]
         if not done:

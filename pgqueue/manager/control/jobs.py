@@ -86,7 +86,7 @@ async def remove(ctx: EngineContext, job_id: str) -> None:
     ns = ctx.namespace
 
     async def body(tx: Executor) -> list[Row] | None:
-        locked = await tx.fetchrow(Q.job_lock_one, ns, job_id, None)
+        locked = await tx.fetchrow(Q.job_lock_one, namespace=ns, job_id=job_id, token=None)
         if locked is None:
             return None
         if locked["stored_state"] == "active":
@@ -94,7 +94,12 @@ async def remove(ctx: EngineContext, job_id: str) -> None:
                 Q.job_cancel_active, namespace=ns, id=job_id, fence=locked["fence"]
             )
         return await tx.fetch(
-            Q.job_delete_many, ns, [job_id], [locked["fence"]], [locked["stored_state"]], "cancel"
+            Q.job_delete_many,
+            namespace=ns,
+            ids=[job_id],
+            fences=[locked["fence"]],
+            expected_states=[locked["stored_state"]],
+            reason="cancel",
         )
 
     rows = await in_transaction(ctx.db, body)
@@ -110,7 +115,7 @@ async def remove(ctx: EngineContext, job_id: str) -> None:
 
 async def _remove_finished(ctx: EngineContext, job_id: str) -> None:
     async def remove_in(tx: Executor) -> Row | None:
-        row = await tx.fetchrow(Q.job_finished_remove, ctx.namespace, job_id)
+        row = await tx.fetchrow(Q.job_finished_remove, namespace=ctx.namespace, job_id=job_id)
         if row is not None and row["removed"]:
             await drop_dangling_edges(tx, ctx, [job_id])
         return row
@@ -127,7 +132,10 @@ async def update_data(ctx: EngineContext, job_id: str, data: Any) -> None:
     validate_job_id(job_id, "id")
     text = encode_json(data, label="data", limit=ctx.config.max_payload_bytes)
     ctx.session.check()
-    if await ctx.db.fetchrow(Q.job_update_data, ctx.namespace, job_id, text) is None:
+    if (
+        await ctx.db.fetchrow(Q.job_update_data, namespace=ctx.namespace, job_id=job_id, text=text)
+        is None
+    ):
         await _missed(ctx, job_id, UPDATE_ERROR)
 
 
@@ -140,7 +148,9 @@ async def change_priority(
     if lifo is not None:
         check_bool(lifo, "lifo")
     ctx.session.check()
-    row = await ctx.db.fetchrow(Q.job_change_priority, ctx.namespace, job_id, value, lifo)
+    row = await ctx.db.fetchrow(
+        Q.job_change_priority, namespace=ctx.namespace, job_id=job_id, priority=value, lifo=lifo
+    )
     if row is None:
         await _missed(ctx, job_id, PRIORITY_ERROR)
 
@@ -149,7 +159,7 @@ async def promote(ctx: EngineContext, job_id: str) -> None:
     """A delayed job becomes due now."""
     validate_job_id(job_id, "id")
     ctx.session.check()
-    if await ctx.db.fetchrow(Q.job_promote, ctx.namespace, job_id) is None:
+    if await ctx.db.fetchrow(Q.job_promote, namespace=ctx.namespace, job_id=job_id) is None:
         await _missed(ctx, job_id, PROMOTE_ERROR)
 
 
@@ -161,7 +171,9 @@ async def promote_jobs(ctx: EngineContext, queue: str, count: int | None = None)
     total = 0
     while total < limit:
         batch = min(PROMOTE_BATCH, limit - total)
-        row = await ctx.db.fetchrow(Q.job_promote_queue, ctx.namespace, queue, batch)
+        row = await ctx.db.fetchrow(
+            Q.job_promote_queue, namespace=ctx.namespace, queue=queue, limit=batch
+        )
         promoted = int(row["promoted"]) if row is not None else 0
         total += promoted
         if promoted < batch:
@@ -182,7 +194,7 @@ async def discard(ctx: EngineContext, job_id: str, token: str | None = None) -> 
     ns = ctx.namespace
 
     async def body(tx: Executor) -> int | None:
-        locked = await tx.fetchrow(Q.job_lock_one, ns, job_id, token)
+        locked = await tx.fetchrow(Q.job_lock_one, namespace=ns, job_id=job_id, token=token)
         if locked is None:
             return None
         if token is not None and locked["stored_state"] != "active":

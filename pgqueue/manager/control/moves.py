@@ -51,16 +51,16 @@ async def _leased_move(
         return False
     row = await ctx.db.fetchrow(
         Q.job_leased_move,
-        ctx.namespace,
-        job_id,
-        token,
-        fence,
-        delay_ms,
-        to_children,
-        event,
-        orjson.dumps(payload).decode(),
-        ctx.broker_id,
-        ctx.session_id,
+        namespace=ctx.namespace,
+        job_id=job_id,
+        token=token,
+        fence=fence,
+        delay_ms=delay_ms,
+        to_children=to_children,
+        event_type=event,
+        event_payload=orjson.dumps(payload).decode(),
+        broker_id=ctx.broker_id,
+        session_id=ctx.session_id,
     )
     return row is not None
 
@@ -78,7 +78,12 @@ async def move_to_delayed(
     delay = check_int(delay_ms, "delay", 0, MAX_DELAY_MS)
     if token is None:
         ctx.session.check()
-        if await ctx.db.fetchrow(Q.job_change_delay, ctx.namespace, job_id, delay) is not None:
+        if (
+            await ctx.db.fetchrow(
+                Q.job_change_delay, namespace=ctx.namespace, job_id=job_id, delay=delay
+            )
+            is not None
+        ):
             return
         await explain_miss(ctx, job_id, None)  # not found, or not active
         raise _token_required(job_id)  # active: the worker's move
@@ -107,7 +112,12 @@ async def change_delay(
         await move_to_delayed(ctx, job_id, delay, token)
         return
     ctx.session.check()
-    if await ctx.db.fetchrow(Q.job_change_delay, ctx.namespace, job_id, delay) is not None:
+    if (
+        await ctx.db.fetchrow(
+            Q.job_change_delay, namespace=ctx.namespace, job_id=job_id, delay=delay
+        )
+        is not None
+    ):
         return
     found = await probe(ctx, job_id)
     if found is None:
@@ -148,7 +158,10 @@ async def move_to_wait(ctx: EngineContext, job_id: str, token: str | None = None
         if state in ("waiting", "prioritized"):
             return
         if state == "delayed":
-            if await ctx.db.fetchrow(Q.job_promote, ctx.namespace, job_id) is not None:
+            if (
+                await ctx.db.fetchrow(Q.job_promote, namespace=ctx.namespace, job_id=job_id)
+                is not None
+            ):
                 return
             continue  # it changed meanwhile: look again
         if state == "failed":

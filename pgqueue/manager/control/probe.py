@@ -34,7 +34,12 @@ class Probe:
 
 async def probe(ctx: EngineContext, job_id: str, token: str | None = None) -> Probe | None:
     row = await ctx.db.fetchrow(
-        Q.job_control_probe, ctx.namespace, job_id, token, ctx.broker_id, ctx.session_id
+        Q.job_control_probe,
+        namespace=ctx.namespace,
+        job_id=job_id,
+        token=token,
+        broker_id=ctx.broker_id,
+        session_id=ctx.session_id,
     )
     if row is None:
         return None

@@ -71,7 +71,7 @@ _Cursor = tuple[datetime | None, str | None]
 async def _set_paused(ctx: EngineContext, queue: str, paused: bool) -> None:
     validate_queue_name(queue)
     ctx.session.check()
-    await ctx.db.fetchrow(Q.queue_set_paused, ctx.namespace, queue, paused)
+    await ctx.db.fetchrow(Q.queue_set_paused, namespace=ctx.namespace, queue=queue, paused=paused)
 
 
 async def pause(ctx: EngineContext, queue: str) -> None:
@@ -85,12 +85,18 @@ async def resume(ctx: EngineContext, queue: str) -> None:
 
 async def is_paused(ctx: EngineContext, queue: str) -> bool:
     validate_queue_name(queue)
-    return bool(await ctx.db.fetchval(Q.queue_is_paused, ctx.namespace, queue))
+    return bool(await ctx.db.fetchval(Q.queue_is_paused, namespace=ctx.namespace, queue=queue))
 
 
 async def _summary(tx: Executor, ctx: EngineContext, bulk: _Bulk, count: int) -> None:
     payload = orjson.dumps({"count": count, **bulk.extra}).decode()
-    await tx.fetch(Q.queue_event_insert, ctx.namespace, bulk.queue, bulk.summary, payload)
+    await tx.fetch(
+        Q.queue_event_insert,
+        namespace=ctx.namespace,
+        queue=bulk.queue,
+        summary=bulk.summary,
+        payload=payload,
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,17 +122,24 @@ async def _pending_page(
 ) -> tuple[list[Row], list[str]]:
     """Lock one page of pending jobs, delete it, and on the last page write the summary."""
     locked = await tx.fetch(
-        Q.job_lock_pending_page, ctx.namespace, bulk.queue, states, grace_ms, *cursor, page
+        Q.job_lock_pending_page,
+        namespace=ctx.namespace,
+        queue=bulk.queue,
+        states=states,
+        grace_ms=grace_ms,
+        after_created_at=cursor[0],
+        after_id=cursor[1],
+        limit=page,
     )
     deleted: list[str] = []
     if locked:
         rows = await tx.fetch(
             Q.job_delete_many,
-            ctx.namespace,
-            [row["id"] for row in locked],
-            [row["fence"] for row in locked],
-            ["pending"] * len(locked),
-            bulk.reason,
+            namespace=ctx.namespace,
+            ids=[row["id"] for row in locked],
+            fences=[row["fence"] for row in locked],
+            expected_states=["pending"] * len(locked),
+            reason=bulk.reason,
         )
         deleted = [str(row["id"]) for row in rows if row["outcome"] == "removed"]
     if len(locked) < page or done_before + len(deleted) >= bulk.limit:
@@ -205,7 +218,13 @@ async def _finished_page(
     done_before: int,
 ) -> list[str]:
     rows = await tx.fetch(
-        Q.job_finished_delete_page, ctx.namespace, bulk.queue, state, grace_ms, page, bulk.reason
+        Q.job_finished_delete_page,
+        namespace=ctx.namespace,
+        queue=bulk.queue,
+        state=state,
+        grace_ms=grace_ms,
+        limit=page,
+        reason=bulk.reason,
     )
     deleted = [str(row["id"]) for row in rows]
     await drop_dangling_edges(tx, ctx, deleted)
@@ -249,7 +268,7 @@ async def obliterate(ctx: EngineContext, queue: str, force: bool = False) -> int
     ns = ctx.namespace
 
     async def begin(tx: Executor) -> None:
-        row = await tx.fetchrow(Q.queue_obliterate_begin, ns, queue)
+        row = await tx.fetchrow(Q.queue_obliterate_begin, namespace=ns, queue=queue)
         active = int(row["active"]) if row is not None else 0
         if active and not force:
             raise InvalidState(
@@ -259,23 +278,26 @@ async def obliterate(ctx: EngineContext, queue: str, force: bool = False) -> int
 
     await in_transaction(ctx.db, begin)
 
-    async def page(tx: Executor, query: Query, args: tuple[Any, ...]) -> int:
-        rows = await tx.fetch(query, ns, queue, *args)
+    async def page(tx: Executor, query: Query, params: dict[str, Any]) -> int:
+        rows = await tx.fetch(query, namespace=ns, queue=queue, limit=BATCH_SIZE, **params)
         await settle_lost_dependencies(tx, ctx, rows, queue=queue, why="was obliterated")
         return len(rows)
 
     total = 0
-    for query, args in (
-        (Q.job_obliterate_live_page, (force, BATCH_SIZE)),
-        (Q.job_obliterate_finished_page, (BATCH_SIZE,)),
+    for query, params in (
+        (Q.job_obliterate_live_page, {"with_active": force}),
+        (Q.job_obliterate_finished_page, {}),
     ):
         while True:
-            deleted = await in_transaction(ctx.db, partial(page, query=query, args=args))
+            deleted = await in_transaction(ctx.db, partial(page, query=query, params=params))
             total += deleted
             if deleted < BATCH_SIZE:
                 break
     await ctx.db.fetch(
-        Q.queue_obliterate_finish, ns, queue, orjson.dumps({"count": total}).decode()
+        Q.queue_obliterate_finish,
+        namespace=ns,
+        queue=queue,
+        payload=orjson.dumps({"count": total}).decode(),
     )
     return total
 
@@ -314,13 +336,13 @@ async def retry_completed(
         page = min(BATCH_SIZE, limit - total)
         row = await ctx.db.fetchrow(
             Q.job_retry_completed,
-            ctx.namespace,
-            queue,
-            job_id,
-            before,
-            page,
-            cursor[0],
-            cursor[1],
+            namespace=ctx.namespace,
+            queue=queue,
+            job_id=job_id,
+            before=before,
+            limit=page,
+            after_finished_at=cursor[0],
+            after_id=cursor[1],
         )
         if row is None:  # pragma: no cover - the statement always returns one row
             break

@@ -15,6 +15,7 @@ The dictionaries returned use bunqueue's wire names (``workerId``,
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import datetime
 from typing import Any
 
 from pgqueue.db.executor import Row
@@ -100,16 +101,16 @@ async def register_worker(
     ctx.session.check()
     row = await ctx.db.fetchrow(
         Q.worker_register,
-        ctx.namespace,
-        wid,
-        name,
-        list(dict.fromkeys(names)),
-        slots,
-        hostname,
-        process,
-        ctx.broker_id,
-        ctx.session_id,
-        client_id,
+        namespace=ctx.namespace,
+        worker_id=wid,
+        name=name,
+        queues=list(dict.fromkeys(names)),
+        slots=slots,
+        hostname=hostname,
+        process=process,
+        broker_id=ctx.broker_id,
+        session_id=ctx.session_id,
+        client_id=client_id,
     )
     assert row is not None
     return _worker_dict(row)
@@ -126,11 +127,11 @@ async def worker_heartbeat(
     validate_job_id(worker_id, "id")
     row = await ctx.db.fetchrow(
         Q.worker_heartbeat,
-        ctx.namespace,
-        worker_id,
-        _optional_count(active_jobs, "activeJobs", INT4_MAX),
-        _optional_count(processed, "processed"),
-        _optional_count(failed, "failed"),
+        namespace=ctx.namespace,
+        worker_id=worker_id,
+        active_jobs=_optional_count(active_jobs, "activeJobs", INT4_MAX),
+        processed=_optional_count(processed, "processed"),
+        failed=_optional_count(failed, "failed"),
     )
     if row is None:
         raise ValidationError(WORKER_NOT_FOUND, field="id")
@@ -139,25 +140,42 @@ async def worker_heartbeat(
 async def unregister_worker(ctx: EngineContext, worker_id: str) -> bool:
     """Remove a worker; False when it was not registered."""
     validate_job_id(worker_id, "workerId")
-    return await ctx.db.fetchrow(Q.worker_unregister, ctx.namespace, worker_id) is not None
+    return (
+        await ctx.db.fetchrow(Q.worker_unregister, namespace=ctx.namespace, worker_id=worker_id)
+        is not None
+    )
 
 
 async def unregister_client_workers(ctx: EngineContext, client_id: str) -> int:
     """Remove the workers one client connection of this broker registered."""
     check_text(client_id, "clientId", 256, allow_empty=False)
     return int(
-        await ctx.db.fetchval(Q.worker_unregister_client, ctx.namespace, ctx.broker_id, client_id)
+        await ctx.db.fetchval(
+            Q.worker_unregister_client,
+            namespace=ctx.namespace,
+            broker_id=ctx.broker_id,
+            client_id=client_id,
+        )
     )
 
 
-async def list_workers(ctx: EngineContext) -> tuple[list[dict[str, Any]], dict[str, int]]:
+async def list_workers(
+    ctx: EngineContext, now: datetime | None = None
+) -> tuple[list[dict[str, Any]], dict[str, int]]:
     """Registered workers (oldest first, with ``uptime`` and ``active``) and totals.
 
-    Totals follow bunqueue: ``total``, ``active`` (seen within 30 s),
+    Totals follow bunqueue: ``total``, ``active`` (seen within 30 s of ``now``;
+    None: the database clock, tests move time with it),
     ``totalProcessed``, ``totalFailed``, ``activeJobs`` and ``concurrencySlots``
     (of the active workers).
     """
-    rows = await ctx.db.fetch(Q.worker_list, ctx.namespace, WORKER_TIMEOUT_MS, MAX_LISTED_WORKERS)
+    rows = await ctx.db.fetch(
+        Q.worker_list,
+        namespace=ctx.namespace,
+        worker_timeout_ms=WORKER_TIMEOUT_MS,
+        limit=MAX_LISTED_WORKERS,
+        now=now,
+    )
     workers = [_worker_dict(row, active=bool(row["active"])) for row in rows]
     stats = {
         "total": len(workers),

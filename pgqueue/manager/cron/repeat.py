@@ -165,7 +165,9 @@ async def _first_generation_in(
     )
     if not claimed:
         # A push of the same series already took this tick: the same job, not a second.
-        existing = await tx.fetchval(Q.scheduler_tick_job, ctx.namespace, scheduler.name, first)
+        existing = await tx.fetchval(
+            Q.scheduler_tick_job, namespace=ctx.namespace, name=scheduler.name, first=first
+        )
         if existing is not None:
             job_id = existing
     else:
@@ -173,7 +175,13 @@ async def _first_generation_in(
         anchor = first if scheduler.pattern is None else None
         following = None if spent else next_tick(sched.timing, first, anchor)
         await tx.fetchrow(
-            Q.scheduler_advance, ctx.namespace, scheduler.name, 1, first, following, first
+            Q.scheduler_advance,
+            namespace=ctx.namespace,
+            name=scheduler.name,
+            executions=1,
+            last_run_at=first,
+            next_run_at=following,
+            expected_next_run_at=first,
         )
     return replace(
         spec,

@@ -55,7 +55,7 @@ async def upsert_spec_in(
 ) -> tuple[Scheduler, datetime, bool]:
     """Write ``spec`` on ``tx``; return the row, the database clock it was computed
     on, and whether the scheduler is new."""
-    locked = await tx.fetchrow(Q.scheduler_lock, ctx.namespace, spec.name)
+    locked = await tx.fetchrow(Q.scheduler_lock, namespace=ctx.namespace, name=spec.name)
     if locked is None:
         now = await tx.fetchval(Q.scheduler_clock)
         executions, new = spec.executions_from, True
@@ -158,7 +158,9 @@ async def upsert_scheduler(
 
 async def get_scheduler(ctx: EngineContext, name: str) -> Scheduler | None:
     """Scheduler ``name``, or None when there is none."""
-    row = await ctx.db.fetchrow(Q.scheduler_get, ctx.namespace, check_scheduler_name(name))
+    row = await ctx.db.fetchrow(
+        Q.scheduler_get, namespace=ctx.namespace, name=check_scheduler_name(name)
+    )
     return None if row is None else Scheduler.from_row(row)
 
 
@@ -169,11 +171,13 @@ async def list_schedulers(
     if queue is not None:
         validate_queue_name(queue)
     limit = check_int(limit, "limit", 1, MAX_LISTED_SCHEDULERS)
-    rows = await ctx.db.fetch(Q.scheduler_list, ctx.namespace, queue, limit)
+    rows = await ctx.db.fetch(Q.scheduler_list, namespace=ctx.namespace, queue=queue, limit=limit)
     return [Scheduler.from_row(row) for row in rows]
 
 
 async def remove_scheduler(ctx: EngineContext, name: str) -> bool:
     """Remove scheduler ``name`` (its jobs already admitted stay); False when unknown."""
-    row = await ctx.db.fetchrow(Q.scheduler_delete, ctx.namespace, check_scheduler_name(name))
+    row = await ctx.db.fetchrow(
+        Q.scheduler_delete, namespace=ctx.namespace, name=check_scheduler_name(name)
+    )
     return row is not None

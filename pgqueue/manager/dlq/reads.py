@@ -93,7 +93,9 @@ async def count_entries(ctx: EngineContext, queue: str, selection: DlqFilter) ->
 
 async def stats(ctx: EngineContext, queue: str | None) -> DlqStats:
     """Counts of one queue's DLQ (or the namespace's, ``queue`` None)."""
-    rows = await ctx.db.fetch(Q.dlq_stats, ctx.namespace, queue, DEFAULT_DLQ_CONFIG_JSON)
+    rows = await ctx.db.fetch(
+        Q.dlq_stats, namespace=ctx.namespace, queue=queue, defaults=DEFAULT_DLQ_CONFIG_JSON
+    )
     by_reason: dict[str, int] = dict.fromkeys(DLQ_REASONS, 0)
     by_queue: dict[str, int] = {queue: 0} if queue is not None else {}
     pending = expired = 0
@@ -120,7 +122,7 @@ async def stats(ctx: EngineContext, queue: str | None) -> DlqStats:
 
 async def audit_records(ctx: EngineContext, queue: str | None, limit: int) -> list[DlqAuditRecord]:
     """The newest audited DLQ operations first."""
-    rows = await ctx.db.fetch(Q.dlq_audit_list, ctx.namespace, queue, limit)
+    rows = await ctx.db.fetch(Q.dlq_audit_list, namespace=ctx.namespace, queue=queue, limit=limit)
     return [
         DlqAuditRecord(
             id=row["id"],
@@ -139,5 +141,7 @@ async def audit_records(ctx: EngineContext, queue: str | None, limit: int) -> li
 
 async def entry_blockers(ctx: EngineContext, queue: str, job_id: str) -> int | None:
     """How many live jobs wait on dead-lettered ``job_id`` of ``queue`` (None: no entry)."""
-    value = await ctx.db.fetchrow(Q.dlq_entry_blockers, ctx.namespace, queue, job_id)
+    value = await ctx.db.fetchrow(
+        Q.dlq_entry_blockers, namespace=ctx.namespace, queue=queue, job_id=job_id
+    )
     return None if value is None else int(value["blockers"])

@@ -128,5 +128,5 @@ async def delete_entries(
 
 async def entry_queue(ctx: EngineContext, job_id: str) -> str | None:
     """The queue whose DLQ holds ``job_id``, or None."""
-    value = await ctx.db.fetchval(Q.dlq_entry_queue, ctx.namespace, job_id)
+    value = await ctx.db.fetchval(Q.dlq_entry_queue, namespace=ctx.namespace, job_id=job_id)
     return None if value is None else str(value)

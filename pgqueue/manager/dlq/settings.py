@@ -33,20 +33,24 @@ def _json(value: Any) -> str:
 
 
 async def get_dlq_config(ctx: EngineContext, queue: str) -> DlqConfig:
-    stored = await ctx.db.fetchval(Q.queue_dlq_config_get, ctx.namespace, queue)
+    stored = await ctx.db.fetchval(Q.queue_dlq_config_get, namespace=ctx.namespace, queue=queue)
     return complete_dlq_config(json_or_none(stored))
 
 
 async def set_dlq_config(ctx: EngineContext, queue: str, patch: dict[str, Any]) -> DlqConfig:
     """Merge a validated patch; return the whole config now in force."""
     stored = await ctx.db.fetchval(
-        Q.queue_dlq_config_merge, ctx.namespace, queue, _json(DEFAULT_DLQ_CONFIG), _json(patch)
+        Q.queue_dlq_config_merge,
+        namespace=ctx.namespace,
+        queue=queue,
+        defaults=_json(DEFAULT_DLQ_CONFIG),
+        patch=_json(patch),
     )
     return complete_dlq_config(json_or_none(stored))
 
 
 async def get_stall_config(ctx: EngineContext, queue: str) -> StallConfig:
-    stored = await ctx.db.fetchval(Q.queue_stall_config_get, ctx.namespace, queue)
+    stored = await ctx.db.fetchval(Q.queue_stall_config_get, namespace=ctx.namespace, queue=queue)
     return complete_stall_config(json_or_none(stored), ctx.config.max_stalls_default)
 
 
@@ -54,6 +58,10 @@ async def set_stall_config(ctx: EngineContext, queue: str, patch: dict[str, Any]
     """Merge a validated patch; return the whole config now in force."""
     defaults = default_stall_config(ctx.config.max_stalls_default)
     stored = await ctx.db.fetchval(
-        Q.queue_stall_config_merge, ctx.namespace, queue, _json(defaults), _json(patch)
+        Q.queue_stall_config_merge,
+        namespace=ctx.namespace,
+        queue=queue,
+        defaults=_json(defaults),
+        patch=_json(patch),
     )
     return complete_stall_config(json_or_none(stored), ctx.config.max_stalls_default)

@@ -48,24 +48,38 @@ def _positive(value: int, name: str, hi: int = INT4_MAX) -> None:
 
 
 async def _state(ctx: EngineContext, queue: str, group_id: str, max_jobs: int | None = None) -> Any:
-    return await ctx.db.fetchrow(Q.group_get, ctx.namespace, queue, group_id, max_jobs)
+    return await ctx.db.fetchrow(
+        Q.group_get, namespace=ctx.namespace, queue=queue, group_id=group_id, max_jobs=max_jobs
+    )
 
 
 async def get_group_jobs_count(ctx: EngineContext, queue: str, group_id: str) -> int:
     """Waiting, prioritized and delayed jobs of the group."""
     _names(queue, group_id)
-    return int(await ctx.db.fetchval(Q.group_jobs_count, ctx.namespace, queue, group_id))
+    return int(
+        await ctx.db.fetchval(
+            Q.group_jobs_count, namespace=ctx.namespace, queue=queue, group_id=group_id
+        )
+    )
 
 
 async def get_groups_jobs_count(ctx: EngineContext, queue: str) -> int:
     """Waiting, prioritized and delayed jobs of the queue that belong to a group."""
     validate_queue_name(queue)
-    return int(await ctx.db.fetchval(Q.group_jobs_count, ctx.namespace, queue, None))
+    return int(
+        await ctx.db.fetchval(
+            Q.group_jobs_count, namespace=ctx.namespace, queue=queue, group_id=None
+        )
+    )
 
 
 async def get_group_active_count(ctx: EngineContext, queue: str, group_id: str) -> int:
     _names(queue, group_id)
-    return int(await ctx.db.fetchval(Q.group_active_count, ctx.namespace, queue, group_id))
+    return int(
+        await ctx.db.fetchval(
+            Q.group_active_count, namespace=ctx.namespace, queue=queue, group_id=group_id
+        )
+    )
 
 
 async def set_group_rate_limit(
@@ -77,7 +91,12 @@ async def set_group_rate_limit(
     _positive(duration_ms, "duration")
     ctx.session.check()
     await ctx.db.execute(
-        Q.group_set_rate_limit, ctx.namespace, queue, group_id, max_jobs, duration_ms
+        Q.group_set_rate_limit,
+        namespace=ctx.namespace,
+        queue=queue,
+        group_id=group_id,
+        max_jobs=max_jobs,
+        duration_ms=duration_ms,
     )
 
 
@@ -96,7 +115,9 @@ async def remove_group_rate_limit(ctx: EngineContext, queue: str, group_id: str)
     """1 when the group had a rate limit of its own, else 0."""
     _names(queue, group_id)
     ctx.session.check()
-    rows = await ctx.db.fetch(Q.group_remove_rate_limit, ctx.namespace, queue, group_id)
+    rows = await ctx.db.fetch(
+        Q.group_remove_rate_limit, namespace=ctx.namespace, queue=queue, group_id=group_id
+    )
     return len(rows)
 
 
@@ -123,7 +144,13 @@ async def set_group_concurrency(
     _names(queue, group_id)
     _positive(concurrency, "concurrency")
     ctx.session.check()
-    await ctx.db.execute(Q.group_set_concurrency, ctx.namespace, queue, group_id, concurrency)
+    await ctx.db.execute(
+        Q.group_set_concurrency,
+        namespace=ctx.namespace,
+        queue=queue,
+        group_id=group_id,
+        concurrency=concurrency,
+    )
 
 
 async def get_group_concurrency(ctx: EngineContext, queue: str, group_id: str) -> int | None:
@@ -138,14 +165,18 @@ async def remove_group_concurrency(ctx: EngineContext, queue: str, group_id: str
     """1 when the group had a concurrency limit of its own, else 0."""
     _names(queue, group_id)
     ctx.session.check()
-    rows = await ctx.db.fetch(Q.group_remove_concurrency, ctx.namespace, queue, group_id)
+    rows = await ctx.db.fetch(
+        Q.group_remove_concurrency, namespace=ctx.namespace, queue=queue, group_id=group_id
+    )
     return len(rows)
 
 
 async def _set_paused(ctx: EngineContext, queue: str, group_id: str, paused: bool) -> bool:
     _names(queue, group_id)
     ctx.session.check()
-    rows = await ctx.db.fetch(Q.group_set_paused, ctx.namespace, queue, group_id, paused)
+    rows = await ctx.db.fetch(
+        Q.group_set_paused, namespace=ctx.namespace, queue=queue, group_id=group_id, paused=paused
+    )
     return bool(rows)
 
 
@@ -170,4 +201,10 @@ async def rate_limit_group(ctx: EngineContext, queue: str, group_id: str, durati
     _names(queue, group_id)
     _positive(duration_ms, "duration", MAX_DEADLINE_MS)
     ctx.session.check()
-    await ctx.db.execute(Q.group_rate_limit_until, ctx.namespace, queue, group_id, duration_ms)
+    await ctx.db.execute(
+        Q.group_rate_limit_until,
+        namespace=ctx.namespace,
+        queue=queue,
+        group_id=group_id,
+        duration_ms=duration_ms,
+    )

@@ -62,8 +62,8 @@ def _webhook_id(value: Any, field: str) -> str:
 
 async def _lock_cursor(tx: Executor, namespace: str) -> None:
     """Serialise with the fan-out: it may skip events only while no webhook is enabled."""
-    await tx.execute(Q.webhook_cursor_ensure, namespace)
-    await tx.fetchrow(Q.webhook_cursor_lock, namespace)
+    await tx.execute(Q.webhook_cursor_ensure, namespace=namespace)
+    await tx.fetchrow(Q.webhook_cursor_lock, namespace=namespace)
 
 
 async def add_webhook(
@@ -83,7 +83,13 @@ async def add_webhook(
     async def body(tx: Executor) -> Webhook:
         await _lock_cursor(tx, ctx.namespace)
         row = await tx.fetchrow(
-            Q.webhook_insert, ctx.namespace, webhook_id, target.url, wanted, queue_filter, key
+            Q.webhook_insert,
+            namespace=ctx.namespace,
+            webhook_id=webhook_id,
+            url=target.url,
+            wanted=wanted,
+            queue_filter=queue_filter,
+            key=key,
         )
         assert row is not None
         return Webhook.from_row(row)
@@ -99,7 +105,13 @@ async def set_webhook_enabled(ctx: EngineContext, webhook_id: str, enabled: bool
     async def body(tx: Executor) -> bool:
         await _lock_cursor(tx, ctx.namespace)
         return (
-            await tx.fetchrow(Q.webhook_set_enabled, ctx.namespace, webhook_id, enabled) is not None
+            await tx.fetchrow(
+                Q.webhook_set_enabled,
+                namespace=ctx.namespace,
+                webhook_id=webhook_id,
+                enabled=enabled,
+            )
+            is not None
         )
 
     return await in_transaction(ctx.db, body)
@@ -108,7 +120,7 @@ async def set_webhook_enabled(ctx: EngineContext, webhook_id: str, enabled: bool
 async def remove_webhook(ctx: EngineContext, webhook_id: str) -> bool:
     """Remove a webhook with its queued deliveries and log; False when unknown."""
     webhook_id = _webhook_id(webhook_id, "webhookId")
-    row = await ctx.db.fetchrow(Q.webhook_delete, ctx.namespace, webhook_id)
+    row = await ctx.db.fetchrow(Q.webhook_delete, namespace=ctx.namespace, webhook_id=webhook_id)
     return row is not None
 
 
@@ -117,7 +129,7 @@ async def list_webhooks(
 ) -> tuple[list[Webhook], WebhookStats]:
     """Webhooks in registration order, with totals and delivery counts."""
     limit = check_int(limit, "limit", 1, MAX_LISTED_WEBHOOKS)
-    rows = await ctx.db.fetch(Q.webhook_list, ctx.namespace, limit)
+    rows = await ctx.db.fetch(Q.webhook_list, namespace=ctx.namespace, limit=limit)
     webhooks = [Webhook.from_row(row) for row in rows]
     return webhooks, WebhookStats.of(webhooks)
 
@@ -134,8 +146,16 @@ async def list_deliveries(
             f"status must be one of {', '.join(DELIVERY_STATUSES)}", field="status"
         )
     limit = check_int(limit, "limit", 1, MAX_LISTED_DELIVERIES)
-    rows = await ctx.db.fetch(Q.webhook_delivery_list, ctx.namespace, webhook_id, status, limit)
-    if not rows and not await ctx.db.fetchval(Q.webhook_exists, ctx.namespace, webhook_id):
+    rows = await ctx.db.fetch(
+        Q.webhook_delivery_list,
+        namespace=ctx.namespace,
+        webhook_id=webhook_id,
+        status=status,
+        limit=limit,
+    )
+    if not rows and not await ctx.db.fetchval(
+        Q.webhook_exists, namespace=ctx.namespace, webhook_id=webhook_id
+    ):
         raise ValidationError("Webhook not found", field="webhookId")
     return [WebhookDelivery.from_row(row) for row in rows]
 

@@ -38,7 +38,7 @@ async def _horizon_check(broker: BrokerHost, timeout: float) -> dict[str, Any] |
     older than :data:`HORIZON_WARN_SECONDS` (slots carry no age in time: the
     metric names them).  None when the database does not answer."""
     try:
-        rows = await asyncio.wait_for(broker.manager.db.fetch(Q.xmin_holders, 5), timeout)
+        rows = await asyncio.wait_for(broker.manager.db.fetch(Q.xmin_holders, limit=5), timeout)
     except (TimeoutError, PgQueueError):
         return None
     held = [
