@@ -33,12 +33,20 @@ class AuthToken:
 
 @dataclass(frozen=True, slots=True)
 class BrokerSettings:
-    """Listening addresses, auth and per-connection limits."""
+    """Listening addresses, auth, TLS and per-connection limits.
+
+    ``auth_tokens`` may use every namespace; ``tokens_file`` holds hashed tokens
+    bound to namespaces (:mod:`pgqueue.server.tokens`), re-read on SIGHUP.
+    ``tls_cert`` / ``tls_key`` (PEM files) turn TLS on for the TCP and HTTP
+    listeners."""
 
     host: str = "0.0.0.0"
     tcp_port: int = TCP_PORT_DEFAULT
     http_port: int = HTTP_PORT_DEFAULT
     auth_tokens: tuple[AuthToken, ...] = ()
+    tokens_file: str | None = None
+    tls_cert: str | None = None
+    tls_key: str | None = None
     max_frame_bytes: int = MAX_FRAME_SIZE
     max_inflight_per_connection: int = 50
     idle_partial_frame_ms: int = 60_000
@@ -70,6 +78,8 @@ class BrokerSettings:
             raise ConfigError("max_request_age_ms must be at least 0")
         if self.readiness_timeout_ms < 50:
             raise ConfigError("readiness_timeout_ms must be at least 50")
+        if (self.tls_cert is None) != (self.tls_key is None):
+            raise ConfigError("tls_cert and tls_key go together: give both or neither")
         names = [t.name for t in self.auth_tokens]
         if len(set(names)) != len(names):
             raise ConfigError("auth token names must be unique")
