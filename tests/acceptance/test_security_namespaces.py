@@ -243,3 +243,21 @@ async def test_a_websocket_serves_only_the_tokens_namespace(
             message = json.loads(await asyncio.wait_for(a.recv(), WAIT))
             seen.append(str(message.get("jobId")))
         assert leaked not in seen
+
+
+async def test_a_token_of_every_namespace_picks_one_with_the_sdk(
+    brokers: BrokerFactory, tmp_path: Path
+) -> None:
+    from pgqueue import Queue
+
+    b = unique("ns-b")
+    bound = make_token("b-rw", b)
+    path = write_tokens(tmp_path / "tokens", bound)
+    broker = brokers.start("a", "--tokens-file", str(path), "--auth-token", "ops=ops-secret-123")
+    base = f"pgqueue://127.0.0.1:{broker.tcp_port}"
+    async with Queue("q", f"{base}?token={bound.secret}") as in_b:
+        job = await in_b.add("x", {"in": "b"})
+    async with Queue("q", f"{base}?token=ops-secret-123&namespace={b}") as ops_in_b:
+        assert (await ops_in_b.get_job(job.id)) is not None
+    async with Queue("q", f"{base}?token=ops-secret-123") as ops_own:
+        assert (await ops_own.get_job(job.id)) is None  # the broker's own namespace

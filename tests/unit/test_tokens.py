@@ -88,3 +88,18 @@ def test_every_read_command_exists_and_no_write_is_listed_as_a_read() -> None:
     assert sorted(READ_COMMANDS - set(COMMANDS)) == []
     writes = {"PUSH", "PUSHB", "PULL", "PULLB", "ACK", "FAIL", "Cancel", "Obliterate", "Drain"}
     assert READ_COMMANDS.isdisjoint(writes)
+
+
+def test_token_hash_prints_the_entry_of_a_secret_read_from_stdin() -> None:
+    from click.testing import CliRunner
+
+    from pgqueue.cli.main import cli
+
+    shown = CliRunner().invoke(
+        cli, ["token", "hash", "ci", "--namespace", "a", "--namespace", "b", "--read-only"],
+        input=SECRET + "\n",
+    )  # fmt: skip
+    assert shown.exit_code == 0, shown.output
+    assert shown.output == f"ci {digest_of(SECRET)} a,b ro\n"
+    short = CliRunner().invoke(cli, ["token", "hash", "ci", "--namespace", "a"], input="short\n")
+    assert short.exit_code == 1
