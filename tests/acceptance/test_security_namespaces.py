@@ -261,3 +261,12 @@ async def test_a_token_of_every_namespace_picks_one_with_the_sdk(
         assert (await ops_in_b.get_job(job.id)) is not None
     async with Queue("q", f"{base}?token=ops-secret-123") as ops_own:
         assert (await ops_own.get_job(job.id)) is None  # the broker's own namespace
+    from tests.acceptance.cli_support import run_cli
+
+    listed = await run_cli(
+        "queues", "--token", "ops-secret-123", "--namespace", b, "--json", connection=base
+    )
+    assert listed.code == 0, listed.err
+    assert "q" in [queue["name"] for queue in listed.json()]
+    own = await run_cli("queues", "--token", "ops-secret-123", "--json", connection=base)
+    assert "q" not in [queue["name"] for queue in own.json()]
