@@ -301,6 +301,14 @@ CREATE TABLE public.pgqueue_schedulers (
     updated_at timestamp with time zone DEFAULT statement_timestamp() NOT NULL
 );
 
+CREATE TABLE public.pgqueue_tokens (
+    name text NOT NULL,
+    digest text NOT NULL,
+    namespaces text[],
+    read_only boolean DEFAULT false NOT NULL,
+    created_at timestamp with time zone DEFAULT now() NOT NULL
+);
+
 CREATE TABLE public.pgqueue_webhook_cursor (
     namespace text COLLATE "C" NOT NULL,
     xid bigint NOT NULL,
@@ -744,6 +752,24 @@ ALTER TABLE ONLY public.pgqueue_schedulers
 
 ALTER TABLE ONLY public.pgqueue_schedulers
     ADD CONSTRAINT pgqueue_schedulers_source_check CHECK ((source = ANY (ARRAY['cron'::text, 'repeat'::text])));
+
+ALTER TABLE ONLY public.pgqueue_tokens
+    ADD CONSTRAINT pgqueue_tokens_digest_check CHECK ((digest ~ '^sha256:[0-9a-f]{64}$'::text));
+
+ALTER TABLE ONLY public.pgqueue_tokens
+    ADD CONSTRAINT pgqueue_tokens_digest_key UNIQUE (digest);
+
+ALTER TABLE ONLY public.pgqueue_tokens
+    ADD CONSTRAINT pgqueue_tokens_name_check CHECK (((length(name) >= 1) AND (length(name) <= 200)));
+
+ALTER TABLE ONLY public.pgqueue_tokens
+    ADD CONSTRAINT pgqueue_tokens_name_check1 CHECK ((name !~ '\s'::text));
+
+ALTER TABLE ONLY public.pgqueue_tokens
+    ADD CONSTRAINT pgqueue_tokens_namespaces_check CHECK (((namespaces IS NULL) OR (cardinality(namespaces) > 0)));
+
+ALTER TABLE ONLY public.pgqueue_tokens
+    ADD CONSTRAINT pgqueue_tokens_pkey PRIMARY KEY (name);
 
 ALTER TABLE ONLY public.pgqueue_webhook_cursor
     ADD CONSTRAINT pgqueue_webhook_cursor_pkey PRIMARY KEY (namespace);

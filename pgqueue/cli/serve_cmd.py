@@ -82,6 +82,13 @@ ANY_HOST = "0.0.0.0"
     help="hashed tokens bound to namespaces, one per line (pgqueue token add); "
     "re-read on SIGHUP  [default: none]",
 )
+@click.option(
+    "--tokens-from-db",
+    is_flag=True,
+    default=False,
+    help="also accept the tokens of the pgqueue_tokens table (pgqueue token add --dsn); "
+    "re-read on SIGHUP",
+)
 @env_option(
     "--tls-cert",
     default=None,
@@ -215,7 +222,7 @@ def _start_guard(data_dir: Path) -> None:
 def run(**o: object) -> int:
     tokens = _tokens(o["auth_tokens"])  # type: ignore[arg-type]
     tokens_file = o["tokens_file"]
-    guarded = bool(tokens) or tokens_file is not None
+    guarded = bool(tokens) or tokens_file is not None or bool(o["tokens_from_db"])
     host = str(o["host"] or (ANY_HOST if guarded else LOOPBACK_HOST))
     embedded: EmbeddedPostgres | None = None
     dsn = o["dsn"]
@@ -254,6 +261,7 @@ def run(**o: object) -> int:
         http_port=o["http_port"],  # type: ignore[arg-type]
         auth_tokens=tokens,
         tokens_file=tokens_file,  # type: ignore[arg-type]
+        tokens_from_db=bool(o["tokens_from_db"]),
         tls_cert=o["tls_cert"],  # type: ignore[arg-type]
         tls_key=o["tls_key"],  # type: ignore[arg-type]
         max_frame_bytes=o["max_frame_bytes"],  # type: ignore[arg-type]

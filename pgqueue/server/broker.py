@@ -5,7 +5,8 @@ namespace its tokens name (one :class:`~pgqueue.server.tenant.Tenant` each:
 an engine with its broker session, sharing one pool), then listens (TLS when
 ``BrokerSettings.tls_cert`` is set).  A request is served by the tenant of its
 client's namespace (:meth:`Broker.for_namespace`).  ``Broker.reload_tokens()``
-(SIGHUP) re-reads the tokens file: a token removed or narrowed is refused on
+(SIGHUP) re-reads the tokens file and, with ``tokens_from_db``, the
+``pgqueue_tokens`` table: a token removed or narrowed is refused on
 the next request of every connection, and the event streams opened with it
 end (docs/security.md).
 
@@ -27,6 +28,7 @@ import time
 from typing import Any
 
 from pgqueue.config import Config
+from pgqueue.db.queries import Q
 from pgqueue.errors import AuthError, ConfigError, PgQueueError
 from pgqueue.manager.completion import FailItem
 from pgqueue.manager.models import AckItem, ItemOutcome
@@ -43,7 +45,13 @@ from pgqueue.server.security import open_warning, server_tls_context
 from pgqueue.server.settings import BrokerSettings
 from pgqueue.server.tcp import TcpServer
 from pgqueue.server.tenant import Tenant
-from pgqueue.server.tokens import TokenBook, TokenEntry, digest_of, read_tokens_file
+from pgqueue.server.tokens import (
+    TokenBook,
+    TokenEntry,
+    checked_entry,
+    digest_of,
+    read_tokens_file,
+)
 from pgqueue.service import Service
 
 __all__ = ["Broker"]
@@ -161,12 +169,26 @@ class Broker:
 
     # -- tokens -----------------------------------------------------------------------
 
-    def _read_tokens(self) -> TokenBook:
+    def _read_tokens(self, rows: list[TokenEntry] | None = None) -> TokenBook:
+        """The token book: ``--auth-token``, the tokens file, the database's ``rows``."""
         entries = [TokenEntry(t.name, digest_of(t.secret), None) for t in self.settings.auth_tokens]
         path = self.settings.tokens_file
         if path is not None:
             entries += read_tokens_file(path)
-        return TokenBook(entries, required=path is not None)
+        entries += rows or []
+        required = path is not None or self.settings.tokens_from_db
+        return TokenBook(entries, required=required)
+
+    async def _read_all_tokens(self) -> TokenBook:
+        rows: list[TokenEntry] = []
+        if self.settings.tokens_from_db:
+            rows = [
+                checked_entry(
+                    r["name"], r["digest"], r["namespaces"], r["read_only"], "pgqueue_tokens"
+                )
+                for r in await self.manager.db.fetch(Q.token_list)
+            ]
+        return self._read_tokens(rows)
 
     @property
     def auth_required(self) -> bool:
@@ -193,7 +215,7 @@ class Broker:
         nothing (logged); new namespaces start before their tokens are accepted."""
         async with self._reloading:
             try:
-                book = self._read_tokens()
+                book = await self._read_all_tokens()
                 await self._start_tenants(book.namespaces())
             except (ConfigError, PgQueueError) as exc:
                 log.error("tokens not reloaded, the old ones stay: %s", exc)
@@ -219,6 +241,7 @@ class Broker:
             self.tls = server_tls_context(self.settings.tls_cert, self.settings.tls_key)
         await self.primary.start()
         try:
+            self.tokens = await self._read_all_tokens()
             await self._start_tenants(self.tokens.namespaces())
             await self.tcp.start(self.settings.host, self.settings.tcp_port, ssl=self.tls)
             if self.settings.enable_http:

@@ -36,7 +36,8 @@ class BrokerSettings:
     """Listening addresses, auth, TLS and per-connection limits.
 
     ``auth_tokens`` may use every namespace; ``tokens_file`` holds hashed tokens
-    bound to namespaces (:mod:`pgqueue.server.tokens`), re-read on SIGHUP.
+    bound to namespaces (:mod:`pgqueue.server.tokens`), and ``tokens_from_db``
+    adds those of the ``pgqueue_tokens`` table; both are re-read on SIGHUP.
     ``tls_cert`` / ``tls_key`` (PEM files) turn TLS on for the TCP and HTTP
     listeners."""
 
@@ -45,6 +46,7 @@ class BrokerSettings:
     http_port: int = HTTP_PORT_DEFAULT
     auth_tokens: tuple[AuthToken, ...] = ()
     tokens_file: str | None = None
+    tokens_from_db: bool = False
     tls_cert: str | None = None
     tls_key: str | None = None
     max_frame_bytes: int = MAX_FRAME_SIZE

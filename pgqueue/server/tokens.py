@@ -34,6 +34,7 @@ __all__ = [
     "ALL_NAMESPACES",
     "TokenBook",
     "TokenEntry",
+    "checked_entry",
     "digest_of",
     "format_entry",
     "new_secret",
@@ -129,6 +130,17 @@ def parse_tokens(text: str, source: str) -> list[TokenEntry]:
         except ConfigError as exc:
             raise ConfigError(f"{source}:{number}: {exc.message}") from None
     return entries
+
+
+def checked_entry(
+    name: str, digest: str, namespaces: list[str] | None, read_only: bool, source: str
+) -> TokenEntry:
+    """An entry from elsewhere (a database row), held to the file's rules."""
+    spaces = ALL_NAMESPACES if namespaces is None else ",".join(namespaces)
+    line = f"{name} {digest} {spaces} {'ro' if read_only else 'rw'}"
+    if len(line.split()) != 4:
+        raise ConfigError(f"{source}: token {name[:40]!r} is not a valid entry")
+    return parse_tokens(line, source)[0]
 
 
 def read_tokens_file(path: str) -> list[TokenEntry]:

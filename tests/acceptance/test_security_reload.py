@@ -135,3 +135,34 @@ async def test_a_broker_with_a_tokens_file_asks_for_a_token_even_when_it_is_empt
     async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{broker.http_port}") as http:
         assert (await http.get("/queues")).status_code == 401
         assert (await http.get("/readyz")).json()["checks"]["auth"]["required"] is True
+
+
+async def test_tokens_of_the_database_table_are_added_and_revoked_on_sighup(
+    brokers: BrokerFactory, db_dsn: str
+) -> None:
+    import psycopg
+
+    ns = unique("ns-db")
+    broker = brokers.start("a", "--tokens-from-db")
+    done = await asyncio.to_thread(
+        subprocess.run,
+        [sys.executable, "-m", "pgqueue", "token", "add", "db-token", "--namespace", ns,
+         "--dsn", db_dsn],
+        capture_output=True, text=True, cwd=ROOT, check=True,
+    )  # fmt: skip
+    secret = done.stdout.strip()
+    with pytest.raises(AuthError, match="Invalid token"):  # not loaded yet
+        await Connection.open("127.0.0.1", broker.tcp_port, token=secret)
+    await reload(broker, 1)
+    conn = await Connection.open("127.0.0.1", broker.tcp_port, token=secret)
+    assert (await call(conn, "Auth", token=secret))["namespace"] == ns
+    assert (await call(conn, "PUSH", queue="q", name="x", data={}))["ok"] is True
+    with psycopg.connect(db_dsn, autocommit=True) as pg:
+        [(digest,)] = pg.execute("SELECT digest FROM pgqueue_tokens").fetchall()
+        pg.execute("DELETE FROM pgqueue_tokens WHERE name = 'db-token'")
+    await reload(broker, 2)
+    await asyncio.wait_for(conn.closed.wait(), WAIT)
+    await conn.close()
+    with pytest.raises(AuthError, match="Invalid token"):
+        await Connection.open("127.0.0.1", broker.tcp_port, token=secret)
+    assert secret not in broker.log() and digest[7:] not in broker.log()
