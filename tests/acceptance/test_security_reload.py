@@ -14,9 +14,12 @@ import signal
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
+from websockets.asyncio.client import connect
+from websockets.exceptions import ConnectionClosed
 
 from pgqueue.client.connection import Connection
 from pgqueue.errors import AuthError
@@ -41,6 +44,12 @@ def token_add(path: Path, name: str, *namespaces: str, read_only: bool = False) 
         check=True,
     )
     return done.stdout.strip()
+
+
+async def _drain(ws: Any) -> None:
+    """Read a WebSocket until it closes (ConnectionClosed)."""
+    while True:
+        await ws.recv()
 
 
 def drop_line(path: Path, name: str) -> None:
@@ -68,10 +77,12 @@ async def test_a_reload_revokes_narrows_and_adds_tokens_and_logs_no_secret(
     down_conn = await Connection.open("127.0.0.1", port, token=down)
     pushed = await call(gone_conn, "PUSH", queue="q", name="x", data={})
     assert (await call(gone_conn, "PULL", queue="q", timeout=0))["job"]["id"] == pushed["id"]
+    ws_url = f"ws://127.0.0.1:{broker.http_port}/ws"
     async with (
         http_client(broker, gone) as gone_http,
         http_client(broker, keep) as keep_http,
         gone_http.stream("GET", "/pgqueue/events/queues/q") as stream,
+        connect(ws_url, additional_headers={"authorization": f"Bearer {gone}"}) as gone_ws,
     ):
         assert stream.status_code == 200
         messages = sse_messages(stream)
@@ -88,6 +99,8 @@ async def test_a_reload_revokes_narrows_and_adds_tokens_and_logs_no_secret(
         async with asyncio.timeout(WAIT):
             async for _ in messages:
                 pass  # the stream ends
+        with pytest.raises(ConnectionClosed):  # the WebSocket is closed
+            await asyncio.wait_for(_drain(gone_ws), WAIT)
         with pytest.raises(AuthError, match="Invalid token"):
             await Connection.open("127.0.0.1", port, token=gone)
         assert (await gone_http.get("/queues")).status_code == 401
