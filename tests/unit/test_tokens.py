@@ -103,3 +103,18 @@ def test_token_hash_prints_the_entry_of_a_secret_read_from_stdin() -> None:
     assert shown.output == f"ci {digest_of(SECRET)} a,b ro\n"
     short = CliRunner().invoke(cli, ["token", "hash", "ci", "--namespace", "a"], input="short\n")
     assert short.exit_code == 1
+
+
+def test_the_log_filter_redacts_authorization_headers_and_bearer_credentials() -> None:
+    import logging
+
+    from pgqueue.cli.logs import SecretFilter
+
+    def shown(msg: str, *args: object) -> str:
+        record = logging.LogRecord("uvicorn.error", logging.DEBUG, "p", 1, msg, args, None)
+        assert SecretFilter().filter(record)
+        return record.getMessage()
+
+    assert shown("< %s: %s", "authorization", f"Bearer {SECRET}") == "< authorization: [redacted]"
+    assert shown(f"sent Bearer {SECRET}, then") == "sent Bearer [redacted], then"
+    assert shown("nothing %s here", "secret") == "nothing secret here"
