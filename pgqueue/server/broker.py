@@ -35,7 +35,7 @@ from pgqueue.manager.models import AckItem, ItemOutcome
 from pgqueue.manager.options import JobSpec
 from pgqueue.manager.projection import Projection
 from pgqueue.runtime import PostgresQueueManager
-from pgqueue.server.access import Credential
+from pgqueue.server.access import Credential, choose_namespace
 from pgqueue.server.claims import ClaimBook
 from pgqueue.server.groupcommit import Coalescer
 from pgqueue.server.host import BrokerHost
@@ -202,8 +202,6 @@ class Broker:
     def authenticate(self, token: str | None, namespace: str | None) -> tuple[str, Credential]:
         """(actor, credential) of a client presenting ``token`` for ``namespace``
         (None: the token's own); :class:`AuthError` when refused."""
-        from pgqueue.server.access import choose_namespace
-
         entry = self.tokens.match(token or "")
         if entry is None:
             raise AuthError("Invalid token")
