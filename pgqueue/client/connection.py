@@ -22,6 +22,7 @@ import asyncio
 import contextlib
 import itertools
 import logging
+import ssl as ssl_module
 from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
@@ -78,8 +79,13 @@ class Connection:
         token: str | None = None,
         timeout: float = 10.0,
         probe: bool = False,
+        ssl: ssl_module.SSLContext | None = None,
+        namespace: str | None = None,
     ) -> Connection:
         """Connect, authenticate when ``token`` is given, and say ``Hello``.
+
+        ``ssl``: speak TLS (a broker with ``--tls-cert``).  ``namespace``: the
+        one of the token's namespaces to work in (sent with ``Auth``).
 
         The ``Hello`` asks for 64-bit integers (capability ``int64``); a broker that
         answers with the same capability gets and sends them exactly, others get
@@ -89,13 +95,14 @@ class Connection:
         """
         try:
             async with asyncio.timeout(timeout):  # (wait_for can lose a cancellation)
-                reader, writer = await asyncio.open_connection(host, port)
+                reader, writer = await asyncio.open_connection(host, port, ssl=ssl)
         except (OSError, TimeoutError) as exc:
             raise ConnectionLost(f"cannot connect to {host}:{port}: {exc}") from exc
         connection = cls(reader, writer, f"{host}:{port}")
         try:
             if token is not None:
-                await connection.call("Auth", {"token": token}, timeout=timeout)
+                auth = {"token": token, **({} if namespace is None else {"namespace": namespace})}
+                await connection.call("Auth", auth, timeout=timeout)
             hello = await connection.call("Hello", HELLO, timeout=timeout)
             capabilities = hello.get("capabilities")
             connection.int64 = isinstance(capabilities, list) and "int64" in capabilities

@@ -59,6 +59,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 from collections import Counter
 from collections.abc import AsyncIterator, Mapping, Sequence
@@ -132,6 +133,9 @@ class TcpTransport:
         backoff: Backoff = Backoff(),
     ) -> None:
         self.settings = settings.validate()
+        tls = settings.ssl_context()
+        if tls is not None or settings.namespace is not None:
+            opener = functools.partial(opener, ssl=tls, namespace=settings.namespace)
         self.pool = ConnectionPool(
             settings.addresses,
             token=settings.token,

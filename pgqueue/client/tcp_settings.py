@@ -11,6 +11,13 @@ brackets).  Query options, each also accepted as a keyword of
 option                 default  meaning
 =====================  =======  =================================================
 ``token``              none     sent with ``Auth`` on every connection
+``namespace``          none     which of the token's namespaces to use (sent
+                                with ``Auth``; needs ``token``); none: the
+                                token's own (docs/security.md)
+``tls``                false    speak TLS (a broker started with ``--tls-cert``),
+                                verifying its certificate and host name
+``tls_ca``             none     PEM file of the CA (or the self-signed
+                                certificate) to trust; implies ``tls``
 ``pool``               4        connections kept open (1..64)
 ``timeout``            30       seconds a request may take, waiting for a
                                 connection included
@@ -25,21 +32,21 @@ option                 default  meaning
                                 it; its requests fail over or end indeterminate)
 =====================  =======  =================================================
 
-``namespace`` is refused: the namespace is chosen by each broker when it
-starts (``pgqueue serve --namespace``), a client cannot pick another, and
-ignoring the option would let a client believe it is isolated when it is
-not.  Anything else unknown is refused too (a typo would go unnoticed).
+Without a token a client works in the broker's own namespace (``pgqueue
+serve --namespace``); with one, in the token's.  Anything unknown is refused
+(a typo would go unnoticed).
 """
 
 from __future__ import annotations
 
+import ssl
 from collections.abc import Callable
 from dataclasses import dataclass, fields
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
 from pgqueue.client.pool import Address
-from pgqueue.config import MAX_PAYLOAD_BYTES_DEFAULT
+from pgqueue.config import MAX_PAYLOAD_BYTES_DEFAULT, NAMESPACE_PATTERN
 from pgqueue.errors import ConfigError
 
 __all__ = ["DEFAULT_PORT", "TcpSettings", "parse_url"]
@@ -62,6 +69,9 @@ class TcpSettings:
     max_payload_bytes: int = MAX_PAYLOAD_BYTES_DEFAULT
     ping_interval: float = 30.0
     liveness_timeout: float = 10.0
+    namespace: str | None = None
+    tls: bool = False
+    tls_ca: str | None = None
 
     def validate(self) -> TcpSettings:
         if not self.addresses:
@@ -76,7 +86,28 @@ class TcpSettings:
         _between("liveness_timeout", self.liveness_timeout, 0.02, 86_400)
         if self.token is not None and (not isinstance(self.token, str) or not self.token):
             raise ConfigError("token must be a non-empty string")
+        if self.namespace is not None:
+            if not isinstance(self.namespace, str) or not NAMESPACE_PATTERN.match(self.namespace):
+                raise ConfigError("namespace must be 1-64 letters, digits, '_', '.', ':' or '-'")
+            if self.token is None:
+                raise ConfigError(
+                    "namespace needs a token: the token chooses among its namespaces; "
+                    "without one a client works in the broker's own (pgqueue serve --namespace)"
+                )
+        if not isinstance(self.tls, bool):
+            raise ConfigError("tls must be true or false")
+        if self.tls_ca is not None and (not isinstance(self.tls_ca, str) or not self.tls_ca):
+            raise ConfigError("tls_ca must be the path of a PEM file")
         return self
+
+    def ssl_context(self) -> ssl.SSLContext | None:
+        """The client TLS context (None: plain TCP); the CA file is read here."""
+        if not self.tls and self.tls_ca is None:
+            return None
+        try:
+            return ssl.create_default_context(cafile=self.tls_ca)
+        except (OSError, ssl.SSLError) as exc:
+            raise ConfigError(f"tls_ca: cannot load {self.tls_ca}: {exc}") from None
 
 
 def _between(name: str, value: object, lo: float, hi: float) -> None:
@@ -104,6 +135,9 @@ _PARSERS: dict[str, Callable[[str], Any]] = {
     "max_payload_bytes": int,
     "ping_interval": float,
     "liveness_timeout": float,
+    "namespace": str,
+    "tls": _flag,
+    "tls_ca": str,
 }
 
 
@@ -170,10 +204,5 @@ _KNOWN = frozenset(f.name for f in fields(TcpSettings)) - {"addresses"}
 
 
 def _check_name(key: str, what: str) -> None:
-    if key == "namespace":
-        raise ConfigError(
-            "namespace is not a client option over TCP: each broker serves the namespace "
-            "it was started with (pgqueue serve --namespace); connect to those brokers"
-        )
     if key not in _KNOWN:
         raise ConfigError(f"unknown {what}: {key} (known: {', '.join(sorted(_KNOWN))})")

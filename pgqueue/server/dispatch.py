@@ -1,4 +1,4 @@
-"""Serve one decoded command: auth gate, lookup, handler, error mapping.
+"""Serve one decoded command: auth gate, lookup, access, namespace, handler, errors.
 
 Errors become ``{ok: false, error}`` with bunqueue's texts.  Infrastructure
 details never leak to clients: database and unexpected errors read
@@ -13,8 +13,15 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from pgqueue.errors import IndeterminateCommit, PgQueueError, ProtocolError, StorageError
+from pgqueue.errors import (
+    AuthError,
+    IndeterminateCommit,
+    PgQueueError,
+    ProtocolError,
+    StorageError,
+)
 from pgqueue.protocol import Fields, command_name, request_id
+from pgqueue.server.access import check_request
 from pgqueue.server.commands import COMMANDS
 from pgqueue.server.request import ClientState, Request
 from pgqueue.server.wire import client_message
@@ -58,6 +65,14 @@ async def dispatch(
     handler = COMMANDS.get(name)
     if handler is None:
         return error_response(f"Unknown command: {name}", req_id)
+    try:
+        if broker.auth_required and name != "Auth":
+            check_request(broker.tokens, client.credential, name)
+        broker = broker.for_namespace(client.namespace)  # the tenant of its namespace
+    except AuthError as exc:
+        if on_error is not None:
+            on_error(exc)
+        return error_response(exc.message, req_id)
     started = time.perf_counter()
     ok = False
     try:

@@ -19,12 +19,14 @@ if TYPE_CHECKING:
     from pgqueue.manager.options import JobSpec
     from pgqueue.manager.projection import Projection
     from pgqueue.runtime import PostgresQueueManager
+    from pgqueue.server.access import Credential
     from pgqueue.server.claims import ClaimBook
     from pgqueue.server.groupcommit import Coalescer
     from pgqueue.server.metrics import BrokerMetrics
     from pgqueue.server.request import ClientState
     from pgqueue.server.settings import BrokerSettings
     from pgqueue.server.tcp import TcpServer
+    from pgqueue.server.tokens import TokenBook
     from pgqueue.service import Service
 
 __all__ = ["BrokerHost"]
@@ -34,22 +36,54 @@ class BrokerHost(Protocol):
     """The broker as its parts see it (see the module docstring)."""
 
     config: Config
-    settings: BrokerSettings
-    manager: PostgresQueueManager
-    draining: bool
-    started_at: float
-    claims: ClaimBook
-    metrics: BrokerMetrics
-    projection: Projection | None
-    tcp: TcpServer
-    pushes: Coalescer[JobSpec, str]
-    acks: Coalescer[AckItem, ItemOutcome]
-    fails: Coalescer[FailItem, ItemOutcome]
+
+    @property
+    def manager(self) -> PostgresQueueManager: ...
+
+    @property
+    def claims(self) -> ClaimBook: ...
+
+    @property
+    def metrics(self) -> BrokerMetrics: ...
+
+    @property
+    def projection(self) -> Projection | None: ...
+
+    @property
+    def pushes(self) -> Coalescer[JobSpec, str]: ...
+
+    @property
+    def acks(self) -> Coalescer[AckItem, ItemOutcome]: ...
+
+    @property
+    def fails(self) -> Coalescer[FailItem, ItemOutcome]: ...
+
+    @property
+    def settings(self) -> BrokerSettings: ...
+
+    @property
+    def draining(self) -> bool: ...
+
+    @property
+    def started_at(self) -> float: ...
+
+    @property
+    def tcp(self) -> TcpServer: ...
+
+    @property
+    def tokens(self) -> TokenBook: ...
+
+    @property
+    def warnings(self) -> dict[str, str]: ...
 
     @property
     def auth_required(self) -> bool: ...
 
     def check_token(self, token: str) -> str | None: ...
+
+    def authenticate(self, token: str | None, namespace: str | None) -> tuple[str, Credential]: ...
+
+    def for_namespace(self, namespace: str | None) -> BrokerHost: ...
 
     async def push(self, spec: JobSpec) -> str: ...
 

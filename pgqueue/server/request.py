@@ -13,6 +13,7 @@ from pgqueue.protocol import Fields
 if TYPE_CHECKING:
     from pgqueue.manager.outbox import Subscription
     from pgqueue.runtime import PostgresQueueManager
+    from pgqueue.server.access import Credential
     from pgqueue.server.host import BrokerHost
 
 __all__ = ["ClientState", "Request"]
@@ -25,14 +26,19 @@ class ClientState:
     ``pulled`` maps the jobs claimed on this connection to their tokens: they go
     back to waiting when the connection closes (unless the pull said
     ``detach``).  ``workers`` are the worker registrations made on it.
-    ``int64``: the client said so in ``Hello``; answers carry 64-bit integers
-    exactly instead of as float64 (see :mod:`pgqueue.protocol.codec`).
+    ``namespace`` is the one its requests are served in (None: the broker's
+    own) and ``credential`` the token it authenticated with, checked again on
+    every request (docs/security.md).  ``int64``: the client said so in
+    ``Hello``; answers carry 64-bit integers exactly instead of as float64 (see
+    :mod:`pgqueue.protocol.codec`).
     """
 
     transport: str = "tcp"
     client_id: str = field(default_factory=lambda: str(uuid.uuid4()))
     authenticated: bool = False
     actor: str = "anonymous"
+    namespace: str | None = None
+    credential: Credential | None = None
     pulled: dict[str, str] = field(default_factory=dict)
     workers: set[str] = field(default_factory=set)
     subscription: Subscription | None = None

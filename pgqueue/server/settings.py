@@ -45,12 +45,22 @@ class AuthToken:
 
 @dataclass(frozen=True, slots=True)
 class BrokerSettings:
-    """Listening addresses, auth and per-connection limits."""
+    """Listening addresses, auth, TLS and per-connection limits.
+
+    ``auth_tokens`` may use every namespace; ``tokens_file`` holds hashed tokens
+    bound to namespaces (:mod:`pgqueue.server.tokens`), and ``tokens_from_db``
+    adds those of the ``pgqueue_tokens`` table; both are re-read on SIGHUP.
+    ``tls_cert`` / ``tls_key`` (PEM files) turn TLS on for the TCP and HTTP
+    listeners."""
 
     host: str = "0.0.0.0"
     tcp_port: int = TCP_PORT_DEFAULT
     http_port: int = HTTP_PORT_DEFAULT
     auth_tokens: tuple[AuthToken, ...] = ()
+    tokens_file: str | None = None
+    tokens_from_db: bool = False
+    tls_cert: str | None = None
+    tls_key: str | None = None
     max_frame_bytes: int = MAX_FRAME_SIZE
     max_inflight_per_connection: int = 50
     idle_partial_frame_ms: int = 60_000
@@ -70,6 +80,8 @@ class BrokerSettings:
                 raise ConfigError(f"{name} must be between 0 and 65535")
         for name, minimum in _MINIMUMS:
             at_least(name, getattr(self, name), minimum)
+        if (self.tls_cert is None) != (self.tls_key is None):
+            raise ConfigError("tls_cert and tls_key go together: give both or neither")
         names = [t.name for t in self.auth_tokens]
         if len(set(names)) != len(names):
             raise ConfigError("auth token names must be unique")

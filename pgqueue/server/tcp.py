@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import ssl as ssl_module
 from typing import TYPE_CHECKING, Any
 
 from pgqueue.errors import FrameTooLarge, ProtocolError
@@ -30,6 +31,7 @@ from pgqueue.server.request import ClientState
 
 if TYPE_CHECKING:
     from pgqueue.server.host import BrokerHost
+    from pgqueue.server.tokens import TokenBook
 
 __all__ = ["TcpConnection", "TcpServer"]
 
@@ -182,8 +184,10 @@ class TcpServer:
         self.port = 0
         self.loop_watch = LoopWatch()
 
-    async def start(self, host: str, port: int) -> int:
-        self._server = await asyncio.start_server(self._accept, host, port, limit=2**20)
+    async def start(self, host: str, port: int, *, ssl: ssl_module.SSLContext | None = None) -> int:
+        """Listen on ``host:port`` (TLS only, on the same port, when ``ssl`` is given)."""
+        tls: dict[str, Any] = {} if ssl is None else {"ssl": ssl, "ssl_handshake_timeout": 10}
+        self._server = await asyncio.start_server(self._accept, host, port, limit=2**20, **tls)
         self.port = self._server.sockets[0].getsockname()[1]
         self.loop_watch.start()
         return self.port
@@ -200,6 +204,22 @@ class TcpServer:
             self.connections.discard(connection)
             if task is not None:
                 self._handlers.discard(task)
+
+    def revoke(self, book: TokenBook) -> int:
+        """Close the connections whose token ``book`` no longer grants (a reload):
+        as a dropped connection, their pulled jobs go back to waiting."""
+        closed = 0
+        for connection in list(self.connections):
+            credential = connection.client.credential
+            if credential is None:
+                continue
+            entry = book.current(credential.digest)
+            if entry is None or not entry.allows(credential.namespace):
+                log.info("closing %s: its token was revoked", connection.peer)
+                connection.client.closed = True
+                connection.writer.close()
+                closed += 1
+        return closed
 
     async def stop_accepting(self) -> None:
         if self._server is not None:

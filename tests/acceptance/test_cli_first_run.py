@@ -184,7 +184,7 @@ async def test_serve_warns_when_it_listens_beyond_loopback_without_a_token(
     )
     try:
         warning = await broker.read_until("WARNING")
-        assert "listening on 0.0.0.0 with no --auth-token" in warning
+        assert "listening on 0.0.0.0 with no token (--auth-token or --tokens-file)" in warning
     finally:
         await broker.stop()
 

@@ -43,7 +43,7 @@ def _ack_without_fence() -> None:
 
 
 def _drop_event() -> None:
-    import pgqueue.server.broker as broker
+    import pgqueue.server.tenant as broker  # where the event frames are forwarded
 
     original = broker.event_to_wire
     completed = itertools.count(1)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from pgqueue.client.connect import open_transport
@@ -82,7 +84,9 @@ def test_open_transport_builds_a_tcp_transport_from_a_pgqueue_url() -> None:
         ("pgqueue://h?token=", "token must be a non-empty string"),
         ("pgqueue://h?pool=1&pool=2", "given twice"),
         ("pgqueue://h?poool=2", "unknown connection option: poool"),
-        ("pgqueue://h?namespace=app", "namespace is not a client option"),
+        ("pgqueue://h?namespace=app", "namespace needs a token"),
+        ("pgqueue://h?token=abc&namespace=a%20b", "namespace must be"),
+        ("pgqueue://h?tls=maybe", "not a boolean"),
         ("pgqueue://h?x", "bad query string"),
         ("redis://h", "must start with pgqueue://"),
     ],
@@ -92,10 +96,19 @@ def test_a_bad_url_is_a_config_error_that_says_what_is_wrong(url: str, message: 
         parse_url(url)
 
 
+def test_tls_and_a_namespace_are_read_from_the_url(tmp_path: Path) -> None:
+    settings = parse_url("pgqueue://h?token=s3cret&namespace=billing&tls=true")
+    assert (settings.namespace, settings.tls, settings.tls_ca) == ("billing", True, None)
+    assert settings.ssl_context() is not None
+    assert parse_url("pgqueue://h").ssl_context() is None
+    with pytest.raises(ConfigError, match="tls_ca: cannot load"):
+        parse_url(f"pgqueue://h?tls_ca={tmp_path / 'missing.pem'}").ssl_context()
+
+
 def test_a_bad_keyword_option_is_a_config_error() -> None:
     with pytest.raises(ConfigError, match="unknown option: pool_size"):
         TcpTransport.from_url("pgqueue://h", pool_size=3)
-    with pytest.raises(ConfigError, match="namespace is not a client option"):
+    with pytest.raises(ConfigError, match="namespace needs a token"):
         open_transport("pgqueue://h", namespace="app")
     with pytest.raises(ConfigError, match="connect_timeout must be"):
         TcpTransport.from_url("pgqueue://h", connect_timeout=0)

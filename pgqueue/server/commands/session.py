@@ -19,13 +19,24 @@ CAPABILITIES = ["pipelining", "separate-job-name", "int64"]
 
 @command("Auth")
 async def auth(req: Request) -> dict[str, Any] | None:
+    """Authenticate this connection; the token chooses its namespace, or
+    ``namespace`` (a pgqueue extension) one of those the token may use.  A
+    connection that holds jobs, workers or a subscription keeps its namespace."""
     token = req.fields.get("token")
-    name = req.broker.check_token(token if isinstance(token, str) else "")
-    if name is None:
-        raise AuthError("Invalid token")
-    req.client.authenticated = True
-    req.client.actor = name
-    return None
+    wanted = req.fields.opt_str("namespace", max_len=64)
+    actor, credential = req.broker.authenticate(token if isinstance(token, str) else "", wanted)
+    client = req.client
+    moving = client.credential is not None and client.namespace != credential.namespace
+    if moving and (client.pulled or client.workers or client.subscription is not None):
+        raise AuthError(
+            f"This connection works in namespace {client.namespace!r} (it holds jobs, "
+            "workers or a subscription): open a new connection for another namespace"
+        )
+    client.authenticated = True
+    client.actor = actor
+    client.credential = credential
+    client.namespace = credential.namespace
+    return {"namespace": credential.namespace}
 
 
 @command("Hello")

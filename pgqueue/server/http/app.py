@@ -27,7 +27,8 @@ from starlette.responses import HTMLResponse, Response
 from starlette.routing import Route, WebSocketRoute
 from starlette.websockets import WebSocket
 
-from pgqueue.errors import PgQueueError, ValidationError
+from pgqueue.errors import AuthError, PgQueueError, ValidationError
+from pgqueue.server.access import Credential, check_request
 from pgqueue.server.dispatch import dispatch
 from pgqueue.server.http import console, debug, health
 from pgqueue.server.http.auth import authenticate
@@ -46,6 +47,7 @@ from pgqueue.server.request import ClientState
 
 if TYPE_CHECKING:
     from pgqueue.server.host import BrokerHost
+    from pgqueue.server.tokens import TokenBook
 
 __all__ = ["HttpState", "build_app"]
 
@@ -62,6 +64,7 @@ class HttpState:
     metrics: HttpMetrics | None = None
     closing: asyncio.Event = field(default_factory=asyncio.Event)
     connections: dict[str, int] = field(default_factory=lambda: {"websocket": 0, "sse": 0})
+    streams: dict[asyncio.Event, Credential | None] = field(default_factory=dict)
 
     @property
     def draining(self) -> bool:
@@ -75,6 +78,30 @@ class HttpState:
     def closed(self, transport: str) -> None:
         self.connections[transport] -= 1
         self.broker.metrics.connections.labels(transport).dec()
+
+    def stream_closing(self, client: ClientState) -> asyncio.Event:
+        """The event that ends one stream or WebSocket: the drain, or its token revoked."""
+        event = asyncio.Event()
+        if self.closing.is_set():
+            event.set()
+        self.streams[event] = client.credential
+        return event
+
+    def stream_ended(self, event: asyncio.Event) -> None:
+        self.streams.pop(event, None)
+
+    def end_streams(self, book: TokenBook | None = None) -> int:
+        """End every stream (the drain), or those whose token ``book`` no longer grants."""
+        ended = 0
+        for event, credential in list(self.streams.items()):
+            if book is not None:
+                entry = None if credential is None else book.current(credential.digest)
+                if credential is None or (entry is not None and entry.allows(credential.namespace)):
+                    continue
+            if not event.is_set():
+                event.set()
+                ended += 1
+        return ended
 
 
 def json_response(body: Any, status: int = 200, headers: dict[str, str] | None = None) -> Response:
@@ -94,16 +121,17 @@ METRICS_REFRESH_TIMEOUT = 5.0  # a scrape answers with older gauges rather than 
 UNAUTHORIZED = {"www-authenticate": 'Bearer realm="pgqueue"'}
 
 
-def _refusal(state: HttpState, request: Request) -> tuple[Response | None, str]:
-    """(a 401/503 answer or None, the actor) for a route that needs a token."""
+def _refusal(state: HttpState, request: Request) -> tuple[Response | None, ClientState]:
+    """(a 401/503 answer or None, the client) for a route that needs a token."""
+    nobody = ClientState(transport="http")
     if state.draining:
         return error_response(
             503, "Broker is draining, retry on another broker", {"connection": "close"}
-        ), ""
-    actor = authenticate(state.broker, request.headers)
-    if actor is None:
-        return error_response(401, "Unauthorized", UNAUTHORIZED), ""
-    return None, actor
+        ), nobody
+    try:
+        return None, authenticate(state.broker, request.headers, "http")
+    except AuthError as exc:
+        return error_response(status_for_error(exc), exc.message, UNAUTHORIZED), nobody
 
 
 def _observed(state: HttpState, method: str, route: str, handler: Handler) -> Handler:
@@ -152,7 +180,7 @@ def _command_handler(state: HttpState, endpoint: Endpoint) -> Handler:
     broker = state.broker
 
     async def serve(request: Request) -> Response:
-        refused, actor = _refusal(state, request)
+        refused, client = _refusal(state, request)
         if refused is not None:
             return refused
         if endpoint.method != "GET" and not is_json(request.headers.get("content-type", "")):
@@ -169,7 +197,6 @@ def _command_handler(state: HttpState, endpoint: Endpoint) -> Handler:
         path = {name: str(value) for name, value in request.path_params.items()}
         query = {name: request.query_params.getlist(name) for name in request.query_params}
         msg = build_command(endpoint, path, query, body)
-        client = ClientState(transport="http", authenticated=True, actor=actor)
         errors: list[Exception] = []
         answer = await _dispatch(broker, request, client, msg, errors)
         answer.pop("reqId", None)
@@ -193,14 +220,16 @@ def _system_handlers(state: HttpState) -> dict[str, Handler]:
         return json_response(body, 200 if is_ready else 503)
 
     async def metrics(request: Request) -> Response:
-        actor = authenticate(broker, request.headers)
-        if actor is None:
-            return error_response(401, "Unauthorized", UNAUTHORIZED)
         try:
-            await asyncio.wait_for(broker.metrics.refresh(), METRICS_REFRESH_TIMEOUT)
+            client = authenticate(broker, request.headers, "http")
+        except AuthError as exc:
+            return error_response(status_for_error(exc), exc.message, UNAUTHORIZED)
+        served = broker.for_namespace(client.namespace).metrics  # its namespace's only
+        try:
+            await asyncio.wait_for(served.refresh(), METRICS_REFRESH_TIMEOUT)
         except (PgQueueError, TimeoutError) as exc:
             log.warning("metrics: the database gauges were not refreshed: %s", exc)
-        return Response(broker.metrics.render(), media_type=CONTENT_TYPE_LATEST)
+        return Response(served.render(), media_type=CONTENT_TYPE_LATEST)
 
     async def openapi(request: Request) -> Response:
         return json_response(openapi_document())
@@ -209,57 +238,65 @@ def _system_handlers(state: HttpState) -> dict[str, Handler]:
         return HTMLResponse(render_docs())
 
     async def events(request: Request) -> Response:
-        refused, _ = _refusal(state, request)
+        refused, client = _refusal(state, request)
         if refused is not None:
             return refused
+        host = broker.for_namespace(client.namespace)
         queue = request.path_params.get("queue") or request.query_params.get("queue") or None
         after = request.headers.get("last-event-id") or request.query_params.get("after") or None
         try:
-            subscription = await broker.manager.subscribe_events(queue, after=after)
+            subscription = await host.manager.subscribe_events(queue, after=after)
         except PgQueueError as exc:
             return error_response(status_for_error(exc), exc.message)
         gauge = state.metrics.streams if state.metrics is not None else None
         if gauge is not None:
             gauge.inc()
         state.opened("sse")
+        closing = state.stream_closing(client)
 
         def closed() -> None:
+            state.stream_ended(closing)
             state.closed("sse")
             if gauge is not None:
                 gauge.dec()
 
         return EventStreamResponse(
             subscription,
-            closing=state.closing,
+            closing=closing,
             keepalive=broker.settings.sse_keepalive_ms / 1000,
             on_close=closed,
         )
 
     async def bunqueue_events(request: Request) -> Response:
-        refused, _ = _refusal(state, request)
+        refused, client = _refusal(state, request)
         if refused is not None:
             return refused
+        host = broker.for_namespace(client.namespace)
         queue = request.path_params.get("queue")
         after = request.headers.get("last-event-id") or request.query_params.get("after") or None
         try:
             try:
-                subscription = await broker.manager.subscribe_events(queue, after=after)
+                subscription = await host.manager.subscribe_events(queue, after=after)
             except ValidationError as exc:
                 if after is None or exc.field == "queue":
                     raise
-                subscription = await broker.manager.subscribe_events(queue)  # not our token
+                subscription = await host.manager.subscribe_events(queue)  # not our token
         except PgQueueError as exc:
             return error_response(status_for_error(exc), exc.message)
         state.opened("sse")
+        closing = state.stream_closing(client)
         feed = Feed(
-            broker,
+            host,
             subscription,
             keepalive=broker.settings.sse_keepalive_ms / 1000,
             connections=lambda: {"sse": state.connections["sse"]},
         )
-        return BunqueueStreamResponse(
-            feed, closing=state.closing, on_close=lambda: state.closed("sse")
-        )
+
+        def closed() -> None:
+            state.stream_ended(closing)
+            state.closed("sse")
+
+        return BunqueueStreamResponse(feed, closing=closing, on_close=closed)
 
     async def bunqueue_health(request: Request) -> Response:
         timeout = broker.settings.readiness_timeout_ms / 1000
@@ -269,9 +306,13 @@ def _system_handlers(state: HttpState) -> dict[str, Handler]:
         return json_response(answer, 200 if is_ready else 503)
 
     async def gc(request: Request) -> Response:
-        refused, _ = _refusal(state, request)
+        refused, client = _refusal(state, request)
         if refused is not None:
             return refused
+        try:
+            check_request(broker.tokens, client.credential, "POST /gc")
+        except AuthError as exc:
+            return error_response(status_for_error(exc), exc.message)
         try:
             body = await read_json_object(request, broker.settings.max_http_body_bytes)
         except BodyError as exc:

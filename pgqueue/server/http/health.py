@@ -5,7 +5,10 @@
 ``readiness_timeout_ms``, the schema is at the version this pgqueue needs,
 its broker session is live (not fenced: another process took its broker id),
 every long-lived service runs (none dead or waiting out a restart after a
-failure), and it is not draining.  Not ready answers 503 and names each degraded part;
+failure), and it is not draining.  Warnings (they do not make it unready):
+LISTEN down, a stalled projection, a held xmin horizon, and ``auth``: a
+broker listening beyond loopback with no token (:mod:`pgqueue.server.security`).
+Not ready answers 503 and names each degraded part;
 database error details go to the log, not to the (unauthenticated) prober.
 """
 
@@ -174,6 +177,13 @@ def _soft_checks(broker: BrokerHost) -> dict[str, dict[str, Any]]:
     elector = manager.elector
     if elector is not None:
         checks["maintenance"] = {"ok": True, "leader": elector.is_leader.is_set()}
+    warning = broker.warnings.get("auth")
+    checks["auth"] = {
+        "ok": warning is None,
+        "required": broker.auth_required,
+        "tls": broker.settings.tls_cert is not None,
+        **({} if warning is None else {"warning": warning}),
+    }
     return checks
 
 

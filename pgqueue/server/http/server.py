@@ -14,6 +14,7 @@ import asyncio
 import contextlib
 import logging
 import socket
+import ssl
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
@@ -24,6 +25,7 @@ from pgqueue.server.http.telemetry import HttpMetrics
 
 if TYPE_CHECKING:
     from pgqueue.server.host import BrokerHost
+    from pgqueue.server.tokens import TokenBook
 
 __all__ = ["HttpServer"]
 
@@ -65,8 +67,9 @@ def _bind(host: str, port: int) -> socket.socket:
 class HttpServer:
     """The broker's HTTP API (see :mod:`pgqueue.server.http`)."""
 
-    def __init__(self, broker: BrokerHost) -> None:
+    def __init__(self, broker: BrokerHost, *, tls: ssl.SSLContext | None = None) -> None:
         self.broker = broker
+        self.tls = tls
         self.state = HttpState(broker)
         self.port = 0
         self._server: _Uvicorn | None = None
@@ -74,7 +77,7 @@ class HttpServer:
 
     async def start(self, host: str, port: int) -> None:
         """Listen on ``host:port`` (0: any free port; ``self.port`` tells which)."""
-        broker = self.broker
+        broker, tls = self.broker, self.tls
         if self.state.metrics is None:
             self.state.metrics = HttpMetrics(broker.metrics.registry)
         sock = _bind(host, port)
@@ -89,6 +92,8 @@ class HttpServer:
             proxy_headers=False,
             h11_max_incomplete_event_size=MAX_HEADER_BYTES,
             timeout_graceful_shutdown=max(1, broker.settings.drain_timeout_ms // 1000),
+            # The broker's context, loaded once for both listeners.
+            ssl_context_factory=None if tls is None else (lambda _config, _default: tls),
         )
         server = _Uvicorn(config)
         task = asyncio.create_task(server.serve(sockets=[sock]), name="pgqueue:http")
@@ -105,9 +110,14 @@ class HttpServer:
         self._server, self._task = server, task
         self.port = int(sock.getsockname()[1])
 
+    def revoke(self, book: TokenBook) -> int:
+        """End the event streams and WebSockets whose token ``book`` no longer grants."""
+        return self.state.end_streams(book)
+
     async def stop_accepting(self) -> None:
         """Close the listener and end the event streams (clients resume elsewhere)."""
         self.state.closing.set()
+        self.state.end_streams()
         if self._server is not None:
             for listener in getattr(self._server, "servers", []):
                 listener.close()
@@ -115,6 +125,7 @@ class HttpServer:
     async def stop(self) -> None:
         """Finish the requests in flight (bounded), close every connection."""
         self.state.closing.set()
+        self.state.end_streams()
         if self._server is None or self._task is None:
             return
         self._server.should_exit = True

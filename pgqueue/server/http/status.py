@@ -9,6 +9,7 @@ texts); the status comes from the *type* of the error behind it, which
        answers ``data.applied: false``, as on TCP)
 400    bad input: validation, protocol (nothing was written)
 401    missing or refused token
+403    a write with a read-only token
 404    no such job
 409    conflict: stale lease or token, already finalized, wrong state,
        duplicate
@@ -29,6 +30,7 @@ from pgqueue.errors import (
     BrokerFenced,
     DatabaseUnavailable,
     DuplicateJob,
+    Forbidden,
     IndeterminateCommit,
     InvalidState,
     JobNotFound,
@@ -41,6 +43,7 @@ from pgqueue.server.commands import COMMANDS
 __all__ = ["status_for_answer", "status_for_error"]
 
 _BY_TYPE: tuple[tuple[type[Exception], int], ...] = (
+    (Forbidden, 403),
     (AuthError, 401),
     (JobNotFound, 404),
     (InvalidState, 409),

@@ -35,7 +35,7 @@ from starlette.responses import Response
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from pgqueue import jsontext
-from pgqueue.errors import PgQueueError
+from pgqueue.errors import AuthError, PgQueueError
 from pgqueue.server.dispatch import dispatch
 from pgqueue.server.http.auth import authenticate
 from pgqueue.server.http.feed import Feed, Frame
@@ -106,10 +106,10 @@ def matches(name: str, patterns: set[str]) -> bool:
 class _Socket:
     """One WebSocket client: its commands, its subscriptions, its feed."""
 
-    def __init__(self, state: HttpState, websocket: WebSocket, actor: str) -> None:
+    def __init__(self, state: HttpState, websocket: WebSocket, client: ClientState) -> None:
         self.state = state
         self.websocket = websocket
-        self.client = ClientState(transport="ws", authenticated=True, actor=actor)
+        self.client = client
         self.client.send = self._event_frame
         self.patterns: set[str] | None = None
         self.outgoing: asyncio.Queue[bytes] = asyncio.Queue()
@@ -219,32 +219,35 @@ async def serve_socket(state: HttpState, websocket: WebSocket) -> None:
     if state.draining:
         await _refuse(websocket, 503, "Broker is draining, retry on another broker")
         return
-    actor = authenticate(broker, websocket.headers)
-    if actor is None:
-        await _refuse(websocket, 401, "Unauthorized")
+    try:
+        client = authenticate(broker, websocket.headers, "ws")
+    except AuthError as exc:
+        await _refuse(websocket, 401, exc.message)
         return
+    host = broker.for_namespace(client.namespace)
     queue = websocket.path_params.get("queue")
     try:
         if queue is not None:
             validate_queue_name(queue)
-        subscription = await broker.manager.subscribe_events(queue)
+        subscription = await host.manager.subscribe_events(queue)
     except PgQueueError as exc:
         await _refuse(websocket, 400, exc.message)
         return
     await websocket.accept()
-    socket = _Socket(state, websocket, actor)
+    socket = _Socket(state, websocket, client)
     feed = Feed(
-        broker,
+        host,
         subscription,
         keepalive=broker.settings.sse_keepalive_ms / 1000,
         connections=lambda: {"ws": state.connections["websocket"]},
     )
     state.opened("websocket")
+    closing = state.stream_closing(client)
     tasks = [
         asyncio.create_task(socket.read(), name="pgqueue:ws-read"),
         asyncio.create_task(socket.write(), name="pgqueue:ws-write"),
         asyncio.create_task(socket.pump(feed), name="pgqueue:ws-feed"),
-        asyncio.create_task(state.closing.wait(), name="pgqueue:ws-closing"),
+        asyncio.create_task(closing.wait(), name="pgqueue:ws-closing"),
     ]
     try:
         done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
@@ -261,6 +264,7 @@ async def serve_socket(state: HttpState, websocket: WebSocket) -> None:
         await feed.close()
         socket.client.closed = True
         await broker.client_closed(socket.client)
+        state.stream_ended(closing)
         state.closed("websocket")
         with contextlib.suppress(Exception):
             await websocket.close()

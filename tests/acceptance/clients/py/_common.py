@@ -5,6 +5,7 @@ Environment (same as the TypeScript scenarios):
   PGQ_TCP_PORT    server TCP port (default 6789)
   PGQ_TCP_PORT2   optional second broker: workers connect here
   PGQ_TOKEN       optional auth token
+  PGQ_TLS_CA      optional PEM file to trust: connect with TLS (``tls={"ca_file": ...}``)
   PGQ_QUEUE       queue name (default pgq-py-<scenario>-<random>)
   PGQ_TIMEOUT_MS  hard timeout of the whole scenario (default 60000)
 
@@ -36,13 +37,18 @@ class Env:
     token: str | None
     queue: str
     timeout_ms: int
+    tls_ca: str | None = None
+
+    def tls(self) -> dict[str, Any]:
+        """The ``tls`` keyword when PGQ_TLS_CA is set, else nothing."""
+        return {"tls": {"ca_file": self.tls_ca}} if self.tls_ca else {}
 
     def conn(self, second: bool = False) -> dict[str, Any]:
         """Keyword arguments for bunqueue.Queue / Worker / FlowProducer."""
         out: dict[str, Any] = {"host": self.host, "port": self.port2 if second else self.port}
         if self.token:
             out["token"] = self.token
-        return out
+        return {**out, **self.tls()}
 
 
 def read_env(scenario: str) -> Env:
@@ -56,6 +62,7 @@ def read_env(scenario: str) -> Env:
         token=e.get("PGQ_TOKEN") or None,
         queue=e.get("PGQ_QUEUE") or f"pgq-py-{scenario.replace('_', '-')}-{uuid.uuid4().hex[:8]}",
         timeout_ms=int(e.get("PGQ_TIMEOUT_MS", "60000")),
+        tls_ca=e.get("PGQ_TLS_CA") or None,
     )
 
 

@@ -31,12 +31,17 @@ def body(env: Env, partial: dict[str, Any]) -> dict[str, Any]:
     good.close()
 
     wrong = Queue(
-        env.queue, host=env.host, port=env.port, token=env.token + "-wrong", command_timeout=3
+        env.queue,
+        host=env.host,
+        port=env.port,
+        token=env.token + "-wrong",
+        command_timeout=3,
+        **env.tls(),
     )
     wrong_add = attempt(lambda: wrong.add("wrong", {"v": 2}).id)
     wrong_ping = attempt(wrong.ping)
     wrong.close()
-    none = Queue(env.queue, host=env.host, port=env.port, command_timeout=3)
+    none = Queue(env.queue, host=env.host, port=env.port, command_timeout=3, **env.tls())
     none_add = attempt(lambda: none.add("none", {"v": 3}).id)
     none.close()
 

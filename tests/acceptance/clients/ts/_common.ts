@@ -6,6 +6,7 @@
  *   PGQ_TCP_PORT        server TCP port (default 6789)
  *   PGQ_TCP_PORT2       optional second broker: consumers (Worker, QueueEvents) connect here
  *   PGQ_TOKEN           optional auth token
+ *   PGQ_TLS_CA          optional PEM file to trust: connect with TLS (`tls: { caFile }`)
  *   PGQ_QUEUE           queue name (default: pgq-<scenario>-<random>)
  *   PGQ_TIMEOUT_MS      hard timeout of the whole scenario (default 60000)
  *   PGQUEUE_JS_DIR      where scripts/js/install.sh put node_modules (default <repo>/.cache/js)
@@ -42,6 +43,7 @@ export interface Env {
   port: number;
   port2: number;
   token: string | undefined;
+  tlsCa: string | undefined;
   queue: string;
   timeoutMs: number;
 }
@@ -56,6 +58,7 @@ export function readEnv(scenario: string): Env {
     port,
     port2: e.PGQ_TCP_PORT2 ? Number(e.PGQ_TCP_PORT2) : port,
     token: e.PGQ_TOKEN || undefined,
+    tlsCa: e.PGQ_TLS_CA || undefined,
     queue: e.PGQ_QUEUE ?? `pgq-${scenario.replace(/_/g, '-')}-${rand}`,
     timeoutMs: Number(e.PGQ_TIMEOUT_MS ?? 60000),
   };
@@ -67,6 +70,7 @@ export function connection(env: Env, second = false, extra: Partial<ConnectionOp
     host: env.host,
     port: second ? env.port2 : env.port,
     ...(env.token ? { token: env.token } : {}),
+    ...(env.tlsCa ? { tls: { caFile: env.tlsCa } } : {}),
     ...extra,
   };
 }

@@ -46,7 +46,7 @@ main('auth', async (env) => {
   const wrongAdd = await attempt(() => wrong.add('wrong', { v: 2 }));
   await wrong.close();
 
-  const noneConn = { host: env.host, port: env.port, commandTimeout: failTimeout, poolSize: 1 };
+  const noneConn = { ...connection(env, false, { commandTimeout: failTimeout, poolSize: 1 }), token: undefined };
   const none = new Queue(env.queue, { connection: noneConn });
   const noneAdd = await attempt(() => none.add('none', { v: 3 }));
   await none.close();
