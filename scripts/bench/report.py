@@ -168,6 +168,13 @@ def section(runs: list[dict[str, Any]]) -> str:
     b1 = statistics.median(b.get("1 client", 0) for b in baselines)
     b8 = statistics.median(b.get("8 clients", 0) for b in baselines)
     when = ", ".join(run["started_utc"] for run in runs)
+    noise = [
+        (s.get("noise") or {}).get("foreign_cpu_pct_of_machine") or 0.0
+        for run in runs
+        for peer in run["peers"].values()
+        for s in peer.get("steps", {}).values()
+    ]
+    noisy = sum(1 for n in noise if n > 25)
     chart(table)
     return (
         "### Against the other PostgreSQL queues (the peers harness)\n\n"
@@ -187,7 +194,10 @@ def section(runs: list[dict[str, Any]]) -> str:
         f"- PostgreSQL: `{env['pg_version']}`; {settings}\n"
         f"- pgbench baseline (one-row INSERT per transaction, median): 1 client {b1:,.0f} tps, "
         f"8 clients {b8:,.0f} tps\n"
-        f"- Python {env['python']}\n\n"
+        f"- Python {env['python']}\n"
+        f"- Other work on the machine during the steps (the harness's noise meter): up to "
+        f"{max(noise, default=0):.0f} % of the machine's CPU; {noisy} of {len(noise)} steps "
+        "above 25 %\n\n"
         f"{text}\n\n"
         "![jobs/s per workload](images/benchmarks.png)\n\n"
         "Cost per job (statements, WAL, rows, NOTIFYs) is in the `scripts/bench_cost.py` "
