@@ -397,12 +397,17 @@ class WebhookDelivery(Service):
         self._flight = _InFlight()
         self._next_idle_move = 0.0
         self._next_upkeep = 0.0
+        self._active = True  # whether the last pass found an enabled webhook
         self.report = DeliveryReport()
         self.passes = 0
         self.passed = asyncio.Event()
 
     def _hint(self, first: int, last: int) -> None:
-        self._wake.set()
+        # With no enabled webhook (the last pass's answer) a hint has nothing to
+        # deliver: the interval's pass notices a new webhook, and the events wait in
+        # the outbox.  Every push and ack hints, so this saves a query per hint.
+        if self._active:
+            self._wake.set()
 
     async def run(self) -> None:
         self._ctx.notifier.on_events(self._hint)
@@ -437,6 +442,7 @@ class WebhookDelivery(Service):
         active = bool(
             await self._ctx.db.fetchval(Q.webhook_enabled_any, namespace=self._ctx.namespace)
         )
+        self._active = active
         if active or now >= self._next_idle_move:
             await fan_out_once(self._ctx, self.settings, self.report)
             self._next_idle_move = now + IDLE_CURSOR_MOVE_S

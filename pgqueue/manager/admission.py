@@ -33,6 +33,7 @@ from pgqueue.errors import DependencyNotFound, DuplicateJob
 from pgqueue.ids import uuid7_many
 from pgqueue.manager.context import EngineContext
 from pgqueue.manager.cron.repeat import schedule_repeats_in
+from pgqueue.manager.notifier import Notifier, hint_payload
 from pgqueue.manager.options import JobSpec
 
 __all__ = ["CHUNK_SIZE", "admit", "admit_in", "attach_child"]
@@ -172,11 +173,22 @@ def _insert_args(ns: str, plan: _Plan, lo: int, hi: int) -> dict[str, object]:
     return args
 
 
-async def _insert(ex: Executor, ns: str, plan: _Plan) -> set[str]:
+async def _insert(ex: Executor, ns: str, plan: _Plan, notifier: Notifier | None = None) -> set[str]:
+    """Insert the plan's jobs; hint their events after the commit through ``notifier``
+    (``ex`` autocommits), or, without one, inside ``ex``'s transaction (at its commit)."""
     inserted: set[str] = set()
     for lo in range(0, len(plan.ids), CHUNK_SIZE):
         rows = await ex.fetch(Q.job_insert_batch, **_insert_args(ns, plan, lo, lo + CHUNK_SIZE))
         inserted.update(row["id"] for row in rows)
+        if not rows:
+            continue
+        queues = {row["queue"] for row in rows}
+        first, last = rows[0]["hint_first"], rows[0]["hint_last"]
+        if notifier is not None:
+            notifier.hint(queues, first, last)
+        elif first is not None:
+            payload = hint_payload(ns, queues, first, last)
+            await ex.execute(Q.event_hint_in_transaction, payload=payload)
     return inserted
 
 
@@ -203,7 +215,7 @@ async def admit(
     plan = _plan(specs)
     ns = ctx.namespace
     if not _needs_transaction(plan):
-        inserted = await _insert(ctx.db, ns, plan)
+        inserted = await _insert(ctx.db, ns, plan, ctx.notifier)
         if len(inserted) != len(plan.ids):  # pragma: no cover - fresh UUIDv7s never collide
             raise DuplicateJob("a generated job id collided; retry the push")
         return plan.ids

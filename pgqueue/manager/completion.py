@@ -37,6 +37,7 @@ from pgqueue.errors import (
 from pgqueue.manager.context import EngineContext
 from pgqueue.manager.flow_policy import flow_failure_mode, lets_dependents_go_on
 from pgqueue.manager.models import AckItem, ItemOutcome, OutcomeReason
+from pgqueue.manager.notifier import hint_payload
 from pgqueue.manager.options import encode_json, removal_policy
 from pgqueue.manager.policy import FailureReason, decide_failure
 from pgqueue.manager.rows import ms
@@ -150,10 +151,16 @@ def _completion(job_id: str, token: str, result: str, remove: Any = None) -> Fin
 
 
 async def _finish(
-    ex: Executor, ctx: EngineContext, rows: Sequence[FinishRow], *, skip_with_dependents: bool
+    ex: Executor,
+    ctx: EngineContext,
+    rows: Sequence[FinishRow],
+    *,
+    skip_with_dependents: bool,
+    autocommit: bool = False,
 ) -> list[Row]:
-    """Run ``job_finish_many`` for ``rows``."""
-    return await ex.fetch(
+    """Run ``job_finish_many`` for ``rows`` and hint its events: after the commit when
+    ``ex`` is ``ctx.db`` (``autocommit``), else inside ``ex``'s transaction."""
+    done = await ex.fetch(
         Q.job_finish_many,
         namespace=ctx.namespace,
         broker_id=ctx.broker_id,
@@ -161,6 +168,15 @@ async def _finish(
         skip_with_dependents=skip_with_dependents,
         **column_arrays(FinishRow, rows),
     )
+    if done and done[0]["hint_first"] is not None:
+        queues = {row["queue"] for row in done}
+        first, last = done[0]["hint_first"], done[0]["hint_last"]
+        if autocommit:
+            ctx.notifier.hint(queues, first, last)
+        else:
+            payload = hint_payload(ctx.namespace, queues, first, last)
+            await ex.execute(Q.event_hint_in_transaction, payload=payload)
+    return done
 
 
 async def _probe(ctx: EngineContext, ex: Executor, ids: list[str], tokens: list[str]) -> list[Row]:
@@ -204,7 +220,7 @@ async def ack_batch(ctx: EngineContext, items: Sequence[AckItem]) -> list[ItemOu
         _completion(item.job_id, item.token, _result_text(item, limit), item.remove_on_complete)
         for item in items
     ]
-    done = await _finish(ctx.db, ctx, finish_rows, skip_with_dependents=True)
+    done = await _finish(ctx.db, ctx, finish_rows, skip_with_dependents=True, autocommit=True)
     outcomes: list[ItemOutcome | None] = [None] * len(items)
     for row in done:
         outcomes[row["ord"] - 1] = ItemOutcome(row["id"], True)

@@ -176,6 +176,7 @@ class QueueEngine(ControlOps, DlqOps, LimitOps, WebhookOps, CronOps, ManagerBase
             except PgQueueError as exc:
                 log.warning("could not end the broker session cleanly: %s", exc)
             await ctx.session.stop()
+            await ctx.notifier.flush_hints()
             await ctx.notifier.stop()
         if self._owns_db and self._db is not None:
             await self._db.close()

@@ -1,9 +1,15 @@
 """The one LISTEN connection of a manager: NOTIFY is a hint, polling is the truth.
 
 Every state change that makes work available or must reach subscribers sends
-``pg_notify('pgqueue_events', {"ns", "a", "b", "q"})`` inside its transaction
-(delivered at commit): ``a..b`` is the range of outbox event ids written,
-``q`` the queues touched (or null for "many").  The notifier
+``pg_notify('pgqueue_events', {"ns", "a", "b", "q"})``: ``a..b`` is the range of
+outbox event ids written, ``q`` the queues touched (or null for "many").  Rare
+writes send it inside their transaction (delivered at commit).  The hot path (push,
+ack) sends it *after* its commit through :meth:`Notifier.hint`: a NOTIFY in the
+writing transaction holds PostgreSQL's cluster-wide notification lock until the
+commit record is flushed, which serialises every such commit (no group commit:
+32 concurrent producers ran 2.9x slower).  Hints given while one is in flight are
+merged into the next one, and a hint's own commit does not wait for the WAL flush.
+The notifier
 
 * wakes long-polling claims waiting on those queues,
 * passes the event id range to the outbox reader's fast path,
@@ -22,15 +28,16 @@ import contextlib
 import json
 import logging
 import random
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from pgqueue.config import Config
 from pgqueue.db.executor import Database
+from pgqueue.db.queries import Q
 from pgqueue.errors import PgQueueError
 from pgqueue.service import Service
 
-__all__ = ["CHANNEL", "EventHint", "Notifier"]
+__all__ = ["CHANNEL", "EventHint", "Notifier", "hint_payload"]
 
 log = logging.getLogger("pgqueue.notifier")
 
@@ -38,6 +45,14 @@ CHANNEL = "pgqueue_events"
 
 EventHint = Callable[[int, int], None]
 ResyncHook = Callable[[], None]
+
+MAX_HINT_QUEUES = 16
+
+
+def hint_payload(namespace: str, queues: set[str] | None, first: int, last: int) -> str:
+    """The NOTIFY payload of the SQL fragment ``notify_hint`` (``q`` null: many queues)."""
+    listed = sorted(queues) if queues is not None and len(queues) <= MAX_HINT_QUEUES else None
+    return json.dumps({"ns": namespace, "a": first, "b": last, "q": listed})
 
 
 class Notifier(Service):
@@ -56,6 +71,11 @@ class Notifier(Service):
         self.draining = False
         self.notifications = 0
         self.reconnects = 0
+        self.hints_sent = 0
+        # Hints waiting to be sent after their commits: queues (None: many), id range.
+        self._hint_queues: set[str] | None = set()
+        self._hint_range: tuple[int, int] | None = None
+        self._hint_task: asyncio.Task[None] | None = None
 
     # -- waiting -----------------------------------------------------------
 
@@ -98,6 +118,43 @@ class Notifier(Service):
             for future in list(group):
                 if not future.done():
                     future.set_result(None)
+
+    # -- hints after commit ------------------------------------------------
+
+    def hint(self, queues: Iterable[str], first: int | None, last: int | None) -> None:
+        """Announce committed events ``first..last`` of ``queues`` (never waits).
+
+        Merged with the hints not sent yet; one hint at a time is in flight.  A
+        lost hint only delays (readers and claims poll), so a failed send is
+        dropped."""
+        if first is None or last is None:
+            return
+        if self._hint_queues is not None:
+            self._hint_queues.update(queues)
+            if len(self._hint_queues) > MAX_HINT_QUEUES:
+                self._hint_queues = None
+        low, high = self._hint_range or (first, last)
+        self._hint_range = (min(low, first), max(high, last))
+        if self._hint_task is None or self._hint_task.done():
+            self._hint_task = asyncio.get_running_loop().create_task(self._send_hints())
+
+    async def _send_hints(self) -> None:
+        while self._hint_range is not None:
+            first, last = self._hint_range
+            queues, self._hint_queues, self._hint_range = self._hint_queues, set(), None
+            payload = hint_payload(self._config.namespace, queues, first, last)
+            try:
+                await self._db.fetchval(Q.event_hint, payload=payload)
+                self.hints_sent += 1
+            except PgQueueError as exc:
+                log.debug("hint not sent (%s): readers will poll", exc)
+
+    async def flush_hints(self) -> None:
+        """Wait for the hints given so far to be sent (on close)."""
+        task = self._hint_task
+        if task is not None and not task.done():
+            with contextlib.suppress(Exception):
+                await task
 
     # -- hooks ------------------------------------------------------------
 

@@ -1,6 +1,6 @@
 -- name: job_insert_batch
 -- Admit a batch of jobs in one statement, with their 'pushed' outbox events,
--- the queue registry rows and one NOTIFY hint.  Rows whose id (custom id) or
+-- the queue registry rows and their id range for the hint (event_range).  Rows whose id (custom id) or
 -- live unique key already exists are skipped (ON CONFLICT DO NOTHING); the
 -- caller resolves them. :namespace, :ids (text[]). Every other column is given twice:
 -- an array aligned with the ids and a scalar (the same name + _batch) used when the
@@ -107,11 +107,11 @@ WITH input AS (
                                      * 1000)::bigint))
     FROM inserted n
     RETURNING id, queue
-), notified AS (
-    -- include: notify_hint(namespace=:namespace)
+), hint AS (
+    -- include: event_range
 )
-SELECT n.id
-FROM inserted n, (SELECT count(*) FROM notified) AS hint
+SELECT n.id, n.queue, h.hint_first, h.hint_last
+FROM inserted n, hint h
 
 -- name: job_retire_finished_generations
 -- Parameters, in order: :namespace, :custom_ids.

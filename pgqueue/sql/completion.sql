@@ -43,7 +43,7 @@ ON CONFLICT (namespace, id) DO UPDATE SET
 -- name: job_finish_many
 -- Terminal transitions in one statement: each job leaves the hot table for
 -- pgqueue_finished (completed or failed), failed ones get a DLQ entry, and
--- the outbox gets their events, with one NOTIFY hint.  Every row is a
+-- the outbox gets their events (their id range for the hint: event_range).  Every row is a
 -- compare-and-set on (id, state, fence) and, when a token is given, on the
 -- token and an unexpired lease (database clock).  A newer generation of the
 -- same id replaces an older finished row.  A unique key with a TTL stays
@@ -134,12 +134,12 @@ WITH input AS (
     FROM done d
     WHERE d.outcome = 'failed' AND NOT d.removed
     RETURNING id, queue
-), notified AS (
-    -- include: notify_hint(namespace=:namespace)
+), hint AS (
+    -- include: event_range
 )
 SELECT d.ord, d.id, d.queue, d.outcome, d.has_dependents, d.parent_id, d.parent_queue,
-       d.opts, d.failed_reason, d.error_text AS error
-FROM done d, (SELECT count(*) FROM notified) AS hint
+       d.opts, d.failed_reason, d.error_text AS error, h.hint_first, h.hint_last
+FROM done d, hint h
 
 -- name: job_lock_for_failure
 -- Lock the active jobs named by (id, token) whose lease is still valid, for

@@ -11,6 +11,26 @@ SELECT pg_notify('pgqueue_events', json_build_object(
 FROM events e
 HAVING count(*) > 0
 
+-- fragment: event_range
+-- The id range of the events a statement has just written (a CTE `events`), for a
+-- hint sent after the commit (pgqueue.manager.notifier.Notifier.hint): a NOTIFY in
+-- the writing transaction would take PostgreSQL's cluster-wide notification lock
+-- until its commit record is flushed, and so serialise every such commit (no group
+-- commit).  One row; NULLs when no event was written.
+SELECT min(e.id) AS hint_first, max(e.id) AS hint_last FROM events e
+
+-- name: event_hint
+-- Send one hint (NOTIFY pgqueue_events, :payload) for events committed already.  The hint
+-- carries no data (polling is the truth), so its own commit need not wait for the WAL
+-- flush: the notification lock is held only for a moment.
+SELECT pg_notify('pgqueue_events', :payload::text),
+       set_config('synchronous_commit', 'off', true)
+
+-- name: event_hint_in_transaction
+-- The same hint inside a writing transaction (delivered at its commit), for the
+-- callers that own the transaction (:payload).
+SELECT pg_notify('pgqueue_events', :payload::text)
+
 -- name: event_snapshot
 -- The database's "now" for the outbox: the current snapshot.  Every event of a
 -- transaction it counts as finished is committed and readable (or was rolled

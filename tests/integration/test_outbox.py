@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 
 import asyncpg
 
@@ -297,3 +298,36 @@ async def test_resuming_from_a_pruned_position_reports_the_lost_range(
     assert again.get_nowait() is None
     resumed.close()
     again.close()
+
+
+async def test_push_and_ack_hint_their_events_after_the_commit(
+    manager: PostgresQueueManager, db_dsn: str, namespace: str
+) -> None:
+    """The hot path's NOTIFY leaves the writing transaction (which would otherwise hold
+    the cluster-wide notification lock until its commit is flushed) and still names the
+    namespace, the queue and the events' id range."""
+    hints: asyncio.Queue[dict[str, object]] = asyncio.Queue()
+    listener = await asyncpg.connect(db_dsn)
+    try:
+        await listener.add_listener("pgqueue_events", lambda *a: hints.put_nowait(json.loads(a[3])))
+        job_id = await manager.push("hinted", "n", 1)
+        pushed = await asyncio.wait_for(hints.get(), 10)
+        [claim] = await manager.pull_batch("hinted", 1)
+        await manager.ack(claim.id, claim.token, None)
+        acked = await asyncio.wait_for(hints.get(), 10)
+        ids = await listener.fetch(
+            "SELECT id, type FROM pgqueue_events WHERE namespace = $1 AND job_id = $2 ORDER BY id",
+            namespace,
+            job_id,
+        )
+    finally:
+        await listener.close()
+    by_type = {row["type"]: row["id"] for row in ids}
+    assert (pushed["ns"], pushed["q"], pushed["a"], pushed["b"]) == (
+        namespace,
+        ["hinted"],
+        by_type["pushed"],
+        by_type["pushed"],
+    )
+    assert (acked["ns"], acked["q"]) == (namespace, ["hinted"])
+    assert acked["a"] <= by_type["completed"] <= acked["b"]  # type: ignore[operator]
