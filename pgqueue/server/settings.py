@@ -43,6 +43,7 @@ class BrokerSettings:
     max_inflight_per_connection: int = 50
     idle_partial_frame_ms: int = 60_000
     max_write_buffer_bytes: int = 64 * 1024 * 1024
+    max_connections_per_address: int = 1024
     drain_timeout_ms: int = 30_000
     enable_http: bool = True
     projection_entries: int = 100_000
@@ -60,6 +61,10 @@ class BrokerSettings:
             raise ConfigError("max_frame_bytes must be at least 1024")
         if self.max_inflight_per_connection < 1:
             raise ConfigError("max_inflight_per_connection must be at least 1")
+        if self.max_write_buffer_bytes < 1024:
+            raise ConfigError("max_write_buffer_bytes must be at least 1024")
+        if self.max_connections_per_address < 0:
+            raise ConfigError("max_connections_per_address must be at least 0")
         if self.idle_partial_frame_ms < 0:
             raise ConfigError("idle_partial_frame_ms must be at least 0")
         if self.max_http_body_bytes < 1024:
