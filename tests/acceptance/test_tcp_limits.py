@@ -9,11 +9,15 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import socket
+import struct
 
 import httpx
 
 from pgqueue.client.connection import Connection
-from pgqueue.protocol import encode_frame, pack
+from pgqueue.errors import ConnectionLost
+from pgqueue.protocol import encode_frame, pack, unpack
+from pgqueue.testing import eventually
 from tests.acceptance.conftest import BrokerFactory, BrokerProcess
 
 
@@ -74,3 +78,82 @@ async def test_a_frame_sent_one_byte_at_a_time_is_cut_off_after_the_partial_fram
         await other.close()
     assert "partial frame" in broker.log()
     assert limit_metric(broker, "slow_frame") >= 1
+
+
+async def test_connections_past_the_per_address_limit_are_refused_and_the_rest_served(
+    brokers: BrokerFactory,
+) -> None:
+    broker = brokers.start("crowded", "--max-connections-per-address", "3")
+    held = [await connect(broker) for _ in range(3)]
+    reader, writer = await asyncio.open_connection("127.0.0.1", broker.tcp_port)
+    try:
+        received = await read_until_closed(reader, timeout=10)
+        assert received is not None, "the fourth connection was kept open"
+        answer = unpack(received[4:])
+        assert answer["ok"] is False
+        assert "Too many connections from 127.0.0.1" in answer["error"]
+        for c in held:
+            assert (await c.call("Ping"))["data"]["pong"] is True
+        await held.pop().close()
+
+        async def admitted() -> bool:
+            with contextlib.suppress(ConnectionLost, OSError):
+                again = await connect(broker)
+                try:
+                    return bool((await again.call("Ping"))["data"]["pong"])
+                finally:
+                    await again.close()
+            return False
+
+        await eventually(admitted, timeout=10, interval=0.1)  # a freed place is given again
+    finally:
+        writer.close()
+        for c in held:
+            await c.close()
+    assert "refusing a connection from 127.0.0.1" in broker.log()
+    assert limit_metric(broker, "connections_per_address") >= 1
+
+
+async def test_a_client_that_never_reads_its_answers_is_dropped_and_others_go_on(
+    brokers: BrokerFactory,
+) -> None:
+    broker = brokers.start("deaf", "--max-write-buffer-bytes", "1048576")
+    other = await connect(broker)
+    job = await other.call("PUSH", {"queue": "deaf", "name": "n", "data": "x" * 500_000})
+    deaf = socket.socket()
+    deaf.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    deaf.connect(("127.0.0.1", broker.tcp_port))
+    request = encode_frame(pack({"cmd": "GetJob", "id": job["id"]}))
+    try:
+        deaf.sendall(request * 60)  # 30 MB of answers it will never read
+
+        async def dropped() -> bool:
+            return limit_metric(broker, "slow_reader") >= 1
+
+        await eventually(dropped, timeout=20, interval=0.2)
+        assert (await other.call("Ping"))["data"]["pong"] is True
+        assert (await other.call("GetJob", {"id": job["id"]}))["job"]["data"] == "x" * 500_000
+    finally:
+        deaf.close()
+        await other.close()
+    assert "does not read its answers" in broker.log()
+
+
+async def test_an_oversized_frame_and_a_full_inflight_window_are_logged_and_counted(
+    brokers: BrokerFactory,
+) -> None:
+    broker = brokers.start("counted", "--max-frame-bytes", "4096", "--max-inflight", "2")
+    other = await connect(broker)
+    reader, writer = await asyncio.open_connection("127.0.0.1", broker.tcp_port)
+    writer.write(struct.pack(">I", 5000))
+    received = await read_until_closed(reader, timeout=10)
+    assert received is not None
+    assert "Frame too large: 5000 bytes exceeds maximum 4096" in unpack(received[4:])["error"]
+    writer.close()
+    polls = [other.call("PULL", {"queue": f"idle-{i}", "timeout": 500}) for i in range(2)]
+    answers = await asyncio.gather(*polls, other.call("Ping"))
+    assert answers[-1]["data"]["pong"] is True
+    await other.close()
+    assert limit_metric(broker, "frame_size") == 1
+    assert limit_metric(broker, "inflight") >= 1
+    assert "requests in flight: reading pauses" in broker.log()
