@@ -36,3 +36,11 @@ def test_the_queues_summary_answer_matches_its_documented_schema(
     assert answer.status_code == 200
     documented = {"object": dict, "array": list}[schema["type"]]
     assert isinstance(answer.json(), documented), (schema, answer.json())
+
+
+def test_a_missing_dashboard_file_is_a_documented_404(brokers: BrokerFactory) -> None:
+    broker = brokers.start("doc")
+    base = f"http://127.0.0.1:{broker.http_port}"
+    document = httpx.get(f"{base}/openapi.json", timeout=10).json()
+    assert httpx.get(f"{base}/ui/no-such-file", timeout=10).status_code == 404
+    assert "404" in document["paths"]["/ui/{path}"]["get"]["responses"]
