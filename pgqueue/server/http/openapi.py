@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import html
+import re
 from typing import Any
 
 from pgqueue._version import __version__
@@ -35,10 +36,15 @@ def _schema(param: Param) -> dict[str, Any]:
     return schema
 
 
+def _openapi_path(path: str) -> str:
+    """A route path as OpenAPI writes it: ``{path:path}`` (a router converter) is ``{path}``."""
+    return re.sub(r"{(\w+):\w+}", r"{\1}", path)
+
+
 def _parameters(path: str, query: tuple[Param, ...]) -> list[dict[str, Any]]:
     params: list[dict[str, Any]] = [
         {"name": name, "in": "path", "required": True, "schema": {"type": "string"}}
-        for name in path_params(path)
+        for name in path_params(_openapi_path(path))
     ]
     for param in query:
         params.append(
@@ -79,7 +85,7 @@ def _command_operation(endpoint: Endpoint) -> dict[str, Any]:
         "responses": {
             "200": {
                 "description": "`{ok: true, ...}`",
-                "content": {"application/json": {"schema": _ANSWER}},
+                "content": {"application/json": {"schema": endpoint.answer_schema or _ANSWER}},
             },
             **{
                 code: {"description": text, "content": {"application/json": {"schema": _ERROR}}}
@@ -120,7 +126,9 @@ def openapi_document() -> dict[str, Any]:
     for endpoint in ENDPOINTS:
         paths.setdefault(endpoint.path, {})[endpoint.method.lower()] = _command_operation(endpoint)
     for route in SYSTEM_ROUTES:
-        paths.setdefault(route.path, {})[route.method.lower()] = _system_operation(route)
+        paths.setdefault(_openapi_path(route.path), {})[route.method.lower()] = (
+            _system_operation(route)
+        )
     return {
         "openapi": "3.1.0",
         "info": {
