@@ -104,6 +104,8 @@ def _system_operation(route: SystemRoute) -> dict[str, Any]:
     }
     if route.auth == "tokens":
         responses["401"] = {"description": _ERRORS["401"]}
+    if path_params(_openapi_path(route.path)):
+        responses["404"] = {"description": "Nothing at this path"}
     if route.handler == "ready":
         responses["503"] = {"description": "Not ready: the body names each degraded part"}
     operation: dict[str, Any] = {
@@ -126,9 +128,8 @@ def openapi_document() -> dict[str, Any]:
     for endpoint in ENDPOINTS:
         paths.setdefault(endpoint.path, {})[endpoint.method.lower()] = _command_operation(endpoint)
     for route in SYSTEM_ROUTES:
-        paths.setdefault(_openapi_path(route.path), {})[route.method.lower()] = (
-            _system_operation(route)
-        )
+        path = _openapi_path(route.path)
+        paths.setdefault(path, {})[route.method.lower()] = _system_operation(route)
     return {
         "openapi": "3.1.0",
         "info": {
