@@ -60,14 +60,15 @@ async def test_a_hostile_queue_or_job_name_is_refused_or_stored_verbatim(
 ) -> None:
     hostile, control = broker_pair
     control_id = await push_control(control)
-    answer = await hostile.request({"cmd": "PUSH", "queue": name, "name": name, "data": name})
-    if answer["ok"]:
-        job = (await hostile.call("GetJob", {"id": answer["id"]}))["job"]
-        assert (job["queue"], job["name"], job["data"]) == (name, name, name)
-        counts = await hostile.call("Count", {"queue": name})
-        assert counts["count"] == 1
-    else:
-        clear_refusal(answer)
+    for queue in (name, "hostile-names"):  # as the queue (the name rule), then as job name
+        answer = await hostile.request({"cmd": "PUSH", "queue": queue, "name": name, "data": name})
+        if answer["ok"]:
+            job = (await hostile.call("GetJob", {"id": answer["id"]}))["job"]
+            assert (job["queue"], job["name"], job["data"]) == (queue, name, name)
+            assert (await hostile.call("Count", {"queue": queue}))["count"] == 1
+            await hostile.call("Obliterate", {"queue": queue, "force": True})
+        else:
+            clear_refusal(answer)
     await still_serving(control, control_id)
 
 
