@@ -161,6 +161,18 @@ ANY_HOST = "0.0.0.0"
     help="commands served at once per connection (reading pauses beyond it)",
 )
 @click.option(
+    "--max-write-buffer-bytes",
+    type=int,
+    default=64 * 1024 * 1024,
+    help="close a TCP client whose unread answers pass this many bytes",
+)
+@env_option(
+    "--max-connections-per-address",
+    type=int,
+    default=1024,
+    help="TCP connections one client address may hold (0: no limit)",
+)
+@click.option(
     "--migrate",
     "run_migrate",
     is_flag=True,
@@ -267,6 +279,8 @@ def run(**o: object) -> int:
         max_frame_bytes=o["max_frame_bytes"],  # type: ignore[arg-type]
         idle_partial_frame_ms=o["idle_partial_frame_ms"],  # type: ignore[arg-type]
         max_inflight_per_connection=o["max_inflight"],  # type: ignore[arg-type]
+        max_write_buffer_bytes=o["max_write_buffer_bytes"],  # type: ignore[arg-type]
+        max_connections_per_address=o["max_connections_per_address"],  # type: ignore[arg-type]
         max_request_age_ms=o["max_request_age_ms"],  # type: ignore[arg-type]
         enable_http=not o["no_http"],
         max_http_body_bytes=o["max_http_body_bytes"],  # type: ignore[arg-type]

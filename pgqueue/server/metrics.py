@@ -126,6 +126,13 @@ class BrokerMetrics:
             "Acks and failures refused because their claim was no longer current",
             registry=r,
         )
+        self.tcp_limit_hits = Counter(
+            "pgqueue_tcp_limit_hits",
+            "TCP limits reached: frame_size, slow_frame, slow_reader, connections_per_address "
+            "(the connection closed or refused), inflight (reading paused)",
+            ["limit"],
+            registry=r,
+        )
         self.group_commit_waiting = Gauge(
             "pgqueue_group_commit_waiting",
             "Single operations waiting for the next group-commit batch",

@@ -14,6 +14,8 @@ __all__ = ["AuthToken", "BrokerSettings"]
 _MINIMUMS = (
     ("max_frame_bytes", 1024),
     ("max_inflight_per_connection", 1),
+    ("max_write_buffer_bytes", 1024),
+    ("max_connections_per_address", 0),
     ("idle_partial_frame_ms", 0),
     ("max_http_body_bytes", 1024),
     ("sse_keepalive_ms", 100),
@@ -65,6 +67,7 @@ class BrokerSettings:
     max_inflight_per_connection: int = 50
     idle_partial_frame_ms: int = 60_000
     max_write_buffer_bytes: int = 64 * 1024 * 1024
+    max_connections_per_address: int = 1024
     drain_timeout_ms: int = 30_000
     enable_http: bool = True
     projection_entries: int = 100_000

@@ -4,10 +4,13 @@ Per connection: frames are decoded and served concurrently up to
 ``max_inflight_per_connection`` (then reading pauses: backpressure); answers go
 back as they finish, matched by ``reqId``.  A frame that declares more than
 ``max_frame_bytes`` is refused from its header, before its body is read; a
-partial frame held longer than ``idle_partial_frame_ms`` ends the connection
-(slowloris); a client that does not read its answers ends it when the write
-buffer passes ``max_write_buffer_bytes``.  Garbage gets an error frame; every
-other connection is unaffected.
+frame still incomplete ``idle_partial_frame_ms`` after its first byte arrived
+ends the connection, however its bytes trickle in (slowloris); a client that
+does not read its answers ends it when the write buffer passes
+``max_write_buffer_bytes``; a client address holding
+``max_connections_per_address`` connections has the next one refused.  Each
+limit logs a line and counts in ``pgqueue_tcp_limit_hits_total{limit}``.
+Garbage gets an error frame; every other connection is unaffected.
 
 A request is served only while its connection is alive and it is younger than
 its deadline (:mod:`pgqueue.server.freshness`): a stale one is refused with
@@ -55,6 +58,11 @@ class TcpConnection:
         self._tasks: set[asyncio.Task[None]] = set()
         self.peer = writer.get_extra_info("peername")
         self._last_read = asyncio.get_running_loop().time()
+        self._partial_since: float | None = None  # when the incomplete frame began
+        self._paused_once = False
+
+    def _limit_hit(self, limit: str) -> None:
+        self.broker.metrics.tcp_limit_hits.labels(limit).inc()
 
     def send(self, message: dict[str, Any]) -> None:
         """Write one frame (answers and event frames); drop a client that does not read."""
@@ -71,36 +79,52 @@ class TcpConnection:
         transport = self.writer.transport
         if transport.get_write_buffer_size() > self.broker.settings.max_write_buffer_bytes:
             log.warning("closing %s: it does not read its answers", self.peer)
+            self._limit_hit("slow_reader")
             self.client.closed = True
             transport.abort()
 
     async def serve(self) -> None:
         settings = self.broker.settings
         idle = settings.idle_partial_frame_ms / 1000 or None
+        loop = asyncio.get_running_loop()
         try:
             while not self.client.closed:
                 try:
-                    if self._frames.has_partial and idle:
-                        data = await asyncio.wait_for(self.reader.read(65536), idle)
+                    if self._partial_since is not None and idle:
+                        left = self._partial_since + idle - loop.time()
+                        data = await asyncio.wait_for(self.reader.read(65536), max(left, 0))
                     else:
                         data = await self.reader.read(65536)
                 except TimeoutError:
-                    log.info("closing %s: a partial frame idled too long", self.peer)
+                    log.warning(
+                        "closing %s: a partial frame was still incomplete after %d ms",
+                        self.peer,
+                        settings.idle_partial_frame_ms,
+                    )
+                    self._limit_hit("slow_frame")
                     break
                 if not data:
                     break
                 try:
                     bodies = self._frames.feed(data)
                 except FrameTooLarge as exc:
+                    log.warning("closing %s: %s", self.peer, exc.message)
+                    self._limit_hit("frame_size")
                     self.send(error_response(exc.message, None))
                     with contextlib.suppress(ConnectionError):
                         await self.writer.drain()
                     break
-                now = asyncio.get_running_loop().time()
+                now = loop.time()
+                if not self._frames.has_partial:
+                    self._partial_since = None
+                elif bodies or self._partial_since is None:
+                    self._partial_since = now  # a new frame began in this read
                 arrived = self.broker.tcp.loop_watch.earliest_arrival(now, self._last_read)
                 self._last_read = now
                 gone = bool(bodies) and self._peer_gone()
                 for body in bodies:
+                    if self._slots.locked():
+                        self._inflight_full()
                     await self._slots.acquire()
                     task = asyncio.create_task(self._serve_frame(body, arrived, gone))
                     self._tasks.add(task)
@@ -109,6 +133,17 @@ class TcpConnection:
             pass
         finally:
             await self._close()
+
+    def _inflight_full(self) -> None:
+        """Reading pauses: the connection has its maximum of requests in flight."""
+        self._limit_hit("inflight")
+        if not self._paused_once:
+            self._paused_once = True
+            log.info(
+                "%s has %d requests in flight: reading pauses until one finishes",
+                self.peer,
+                self.broker.settings.max_inflight_per_connection,
+            )
 
     def _finished(self, task: asyncio.Task[None]) -> None:
         self._tasks.discard(task)
@@ -183,6 +218,7 @@ class TcpServer:
         self._handlers: set[asyncio.Task[None]] = set()
         self.port = 0
         self.loop_watch = LoopWatch()
+        self._per_address: dict[str, int] = {}
 
     async def start(self, host: str, port: int, *, ssl: ssl_module.SSLContext | None = None) -> int:
         """Listen on ``host:port`` (TLS only, on the same port, when ``ssl`` is given)."""
@@ -193,6 +229,11 @@ class TcpServer:
         return self.port
 
     async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        peer = writer.get_extra_info("peername")
+        address = str(peer[0]) if isinstance(peer, tuple) and peer else str(peer)
+        if not self._admit(address):
+            await self._refuse(writer, address)
+            return
         connection = TcpConnection(self.broker, reader, writer)
         self.connections.add(connection)
         task = asyncio.current_task()
@@ -202,6 +243,9 @@ class TcpServer:
             await connection.serve()
         finally:
             self.connections.discard(connection)
+            self._per_address[address] -= 1
+            if not self._per_address[address]:
+                del self._per_address[address]
             if task is not None:
                 self._handlers.discard(task)
 
@@ -220,6 +264,30 @@ class TcpServer:
                 connection.writer.close()
                 closed += 1
         return closed
+
+    def _admit(self, address: str) -> bool:
+        """Count a new connection of ``address``; False past the per-address limit."""
+        limit = self.broker.settings.max_connections_per_address
+        held = self._per_address.get(address, 0)
+        if limit and held >= limit:
+            return False
+        self._per_address[address] = held + 1
+        return True
+
+    async def _refuse(self, writer: asyncio.StreamWriter, address: str) -> None:
+        limit = self.broker.settings.max_connections_per_address
+        log.warning("refusing a connection from %s: it holds %d already", address, limit)
+        self.broker.metrics.tcp_limit_hits.labels("connections_per_address").inc()
+        message = (
+            f"Too many connections from {address}: at most {limit} per client address"
+            " (--max-connections-per-address)"
+        )
+        writer.write(encode_frame(pack(error_response(message, None))))
+        with contextlib.suppress(Exception):
+            await writer.drain()
+        writer.close()
+        with contextlib.suppress(Exception):
+            await writer.wait_closed()
 
     async def stop_accepting(self) -> None:
         if self._server is not None:

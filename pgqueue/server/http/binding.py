@@ -69,6 +69,8 @@ class Endpoint:
     config_body: bool = False
     fixed: Mapping[str, Any] = field(default_factory=dict)
     shape: Shape | None = None
+    answer_schema: Mapping[str, Any] | None = None
+    """The JSON schema of a shaped answer (None: ``{ok: true, ...}``)."""
 
     @property
     def reads_body(self) -> bool:

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import html
+import re
 from typing import Any
 
 from pgqueue._version import __version__
 from pgqueue.server.http.binding import Endpoint, Param, path_params
 from pgqueue.server.http.routes import ENDPOINTS, SYSTEM_ROUTES, SystemRoute
 
-__all__ = ["openapi_document", "render_docs"]
+__all__ = ["openapi_document", "openapi_path", "render_docs"]
 
 _ERRORS = {
     "400": "Bad input (nothing was written)",
@@ -35,10 +36,15 @@ def _schema(param: Param) -> dict[str, Any]:
     return schema
 
 
+def openapi_path(path: str) -> str:
+    """A route path as OpenAPI writes it: ``{path:path}`` (a router converter) is ``{path}``."""
+    return re.sub(r"{(\w+):\w+}", r"{\1}", path)
+
+
 def _parameters(path: str, query: tuple[Param, ...]) -> list[dict[str, Any]]:
     params: list[dict[str, Any]] = [
         {"name": name, "in": "path", "required": True, "schema": {"type": "string"}}
-        for name in path_params(path)
+        for name in path_params(openapi_path(path))
     ]
     for param in query:
         params.append(
@@ -79,7 +85,7 @@ def _command_operation(endpoint: Endpoint) -> dict[str, Any]:
         "responses": {
             "200": {
                 "description": "`{ok: true, ...}`",
-                "content": {"application/json": {"schema": _ANSWER}},
+                "content": {"application/json": {"schema": endpoint.answer_schema or _ANSWER}},
             },
             **{
                 code: {"description": text, "content": {"application/json": {"schema": _ERROR}}}
@@ -98,6 +104,8 @@ def _system_operation(route: SystemRoute) -> dict[str, Any]:
     }
     if route.auth == "tokens":
         responses["401"] = {"description": _ERRORS["401"]}
+    if path_params(openapi_path(route.path)):
+        responses["404"] = {"description": "Nothing at this path"}
     if route.handler == "ready":
         responses["503"] = {"description": "Not ready: the body names each degraded part"}
     operation: dict[str, Any] = {
@@ -120,7 +128,8 @@ def openapi_document() -> dict[str, Any]:
     for endpoint in ENDPOINTS:
         paths.setdefault(endpoint.path, {})[endpoint.method.lower()] = _command_operation(endpoint)
     for route in SYSTEM_ROUTES:
-        paths.setdefault(route.path, {})[route.method.lower()] = _system_operation(route)
+        path = openapi_path(route.path)
+        paths.setdefault(path, {})[route.method.lower()] = _system_operation(route)
     return {
         "openapi": "3.1.0",
         "info": {

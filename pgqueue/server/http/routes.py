@@ -197,7 +197,8 @@ ENDPOINTS: tuple[Endpoint, ...] = (
     # -- queues -----------------------------------------------------------------------
     Endpoint("GET", "/queues", "ListQueues", "List queue names", "queues"),
     Endpoint("GET", "/queues/summary", "DashboardQueues", "Every queue with its counts "
-             "(a bare array of {name, paused, counts})", "queues", shape=_queues_summary),
+             "(a bare array of {name, paused, counts})", "queues", shape=_queues_summary,
+             answer_schema={"type": "array", "items": {"type": "object"}}),
     Endpoint("POST", Q + "/jobs", "PUSH", "Push a job", "queues",
              body=JOB_OPTIONS, open_body=True),
     Endpoint("GET", Q + "/jobs", "PULL", "Pull (claim) the next job", "queues",
