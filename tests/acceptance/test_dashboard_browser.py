@@ -194,9 +194,11 @@ async def test_the_overview_fits_a_laptop_and_a_phone_without_horizontal_overflo
             )
             clipped = await page.evaluate(
                 "() => [...document.querySelectorAll('.table-wrap')]"
-                ".filter((w) => w.scrollWidth > w.clientWidth + 1).length"
+                ".filter((w) => w.scrollWidth > w.clientWidth + 1)"
+                ".map((w) => `${w.querySelector('caption')?.textContent}: "
+                "${w.scrollWidth}px in ${w.clientWidth}px`)"
             )
             assert overflow <= 0, f"the page scrolls sideways by {overflow}px at {width}px"
-            assert clipped == 0, f"{clipped} table(s) wider than their card at {width}px"
+            assert clipped == [], f"tables wider than their card at {width}px: {clipped}"
     finally:
         await queue.close()
