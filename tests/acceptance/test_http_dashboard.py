@@ -287,3 +287,14 @@ async def test_a_jobs_timeline_lists_its_states_in_bunqueues_shape(two: Any) -> 
     stamps = [e["timestamp"] for e in timeline]
     assert stamps == sorted(stamps) and all(isinstance(t, float) for t in stamps)
     assert all(set(e) <= {"state", "timestamp", "worker", "error", "attempt"} for e in timeline)
+
+
+async def test_a_dead_lettered_jobs_timeline_ends_with_its_one_failure(two: Any) -> None:
+    a, b = two
+    job_id = await dead_letter(a, "t2")
+    timeline = (await b.get(f"/jobs/{job_id}")).json()["job"]["timeline"]
+    assert [(e["state"], e.get("attempt"), e.get("error")) for e in timeline] == [
+        ("waiting", None, None),
+        ("active", 1, None),
+        ("failed", 1, "boom"),
+    ]
