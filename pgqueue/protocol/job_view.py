@@ -145,18 +145,15 @@ def _timeline(job: JobRecord) -> list[dict[str, Any]]:
     current = len(job.attempt_log) + 1
     if job.started_at is not None and all(e["timestamp"] != float(job.started_at) for e in entries):
         entries.append({"state": "active", "timestamp": float(job.started_at), "attempt": current})
-    if job.finished_at is not None and job.state in ("completed", "failed"):
-        end: dict[str, Any] = {"state": job.state, "timestamp": float(job.finished_at)}
-        if job.state == "failed" and job.attempt_log:
-            last = job.attempt_log[-1]
-            if last.get("failedAt") == job.finished_at:
-                entries.pop()  # the last failed attempt is the end itself
-            end["attempt"] = last.get("attempt")
-            if job.error or last.get("error"):
-                end["error"] = str(job.error or last.get("error"))
-        else:
-            end["attempt"] = current
-        entries.append(end)
+    if job.finished_at is not None and job.state == "completed":
+        entries.append(
+            {"state": "completed", "timestamp": float(job.finished_at), "attempt": current}
+        )
+    elif job.finished_at is not None and job.state == "failed" and not job.attempt_log:
+        failed = {"state": "failed", "timestamp": float(job.finished_at), "attempt": current}
+        if job.error:
+            failed["error"] = job.error
+        entries.append(failed)  # else the last attempt entry is the failure
     entries.sort(key=lambda e: float(e["timestamp"]))
     return entries[-TIMELINE_LIMIT:]
 
