@@ -118,6 +118,46 @@ def _from_opts(options: Mapping[str, Any]) -> dict[str, Any]:
 _SHOWN = tuple(option for option in opts_options() if option.view)
 
 
+TIMELINE_LIMIT = 20  # bunqueue keeps the last 20 entries
+
+
+def _timeline(job: JobRecord) -> list[dict[str, Any]]:
+    """bunqueue's ``timeline`` (``[{state, timestamp, attempt?, error?}]``, the last
+    20) from what the job row keeps: its creation, each failed attempt of the
+    attempt log, the current claim and how it finished."""
+    created = float(job.created_at)
+    entries: list[dict[str, Any]] = [{"state": "waiting", "timestamp": created}]
+    for attempt in job.attempt_log:
+        number = attempt.get("attempt")
+        if attempt.get("startedAt") is not None:
+            entries.append(
+                {"state": "active", "timestamp": float(attempt["startedAt"]), "attempt": number}
+            )
+        if attempt.get("failedAt") is not None:
+            failed: dict[str, Any] = {
+                "state": "failed",
+                "timestamp": float(attempt["failedAt"]),
+                "attempt": number,
+            }
+            if attempt.get("error"):
+                failed["error"] = str(attempt["error"])
+            entries.append(failed)
+    current = len(job.attempt_log) + 1
+    if job.started_at is not None and all(e["timestamp"] != float(job.started_at) for e in entries):
+        entries.append({"state": "active", "timestamp": float(job.started_at), "attempt": current})
+    if job.finished_at is not None and job.state == "completed":
+        entries.append(
+            {"state": "completed", "timestamp": float(job.finished_at), "attempt": current}
+        )
+    elif job.finished_at is not None and job.state == "failed" and not job.attempt_log:
+        failed = {"state": "failed", "timestamp": float(job.finished_at), "attempt": current}
+        if job.error:
+            failed["error"] = job.error
+        entries.append(failed)  # else the last attempt entry is the failure
+    entries.sort(key=lambda e: float(e["timestamp"]))
+    return entries[-TIMELINE_LIMIT:]
+
+
 def job_view(job: JobRecord, *, with_state: bool = False) -> dict[str, Any]:
     """The bunqueue Job object for ``job`` (plus state/returnvalue/failedReason)."""
     options = job.options
@@ -156,7 +196,7 @@ def job_view(job: JobRecord, *, with_state: bool = False) -> dict[str, Any]:
         "groupId": job.group_id,
         "stallTimeout": job.stall_timeout_ms,
         "sizeLimit": None,
-        "timeline": [],
+        "timeline": _timeline(job),
         "attemptLog": list(job.attempt_log),
     }
     wire.update(_from_opts(options))

@@ -173,3 +173,32 @@ async def test_the_event_stream_resumes_on_the_other_broker_with_no_gap(
         await via_first.close()
         await via_second.close()
         await proxy.close()
+
+
+@pytest.mark.parametrize("width", [1366, 390], ids=["laptop", "phone"])
+async def test_the_overview_fits_a_laptop_and_a_phone_without_horizontal_overflow(
+    brokers: BrokerFactory, width: int
+) -> None:
+    broker = guarded(brokers, f"ui-{width}")
+    base = f"http://127.0.0.1:{broker.http_port}"
+    queue = Queue(
+        "a-rather-long-queue-name-for-the-table", f"pgqueue://{broker.address}?token={TOKEN}"
+    )
+    try:
+        await queue.add("job", {"n": 1})
+        async with browser_page(viewport=(width, 900)) as page:
+            await sign_in(page, base)
+            await page.get_by_text("a-rather-long-queue-name-for-the-table").first.wait_for()
+            overflow = await page.evaluate(
+                "() => document.documentElement.scrollWidth - document.documentElement.clientWidth"
+            )
+            clipped = await page.evaluate(
+                "() => [...document.querySelectorAll('.table-wrap')]"
+                ".filter((w) => w.scrollWidth > w.clientWidth + 1)"
+                ".map((w) => `${w.querySelector('caption')?.textContent}: "
+                "${w.scrollWidth}px in ${w.clientWidth}px`)"
+            )
+            assert overflow <= 0, f"the page scrolls sideways by {overflow}px at {width}px"
+            assert clipped == [], f"tables wider than their card at {width}px: {clipped}"
+    finally:
+        await queue.close()

@@ -261,3 +261,40 @@ async def test_the_debug_and_dashboard_routes_need_the_token(brokers: BrokerFact
             answer = await ops.request(method, path, json={} if method == "POST" else None)
             assert answer.status_code == 200, answer.text
         assert (await anonymous.get("/health")).status_code == 200
+
+
+async def test_a_jobs_timeline_lists_its_states_in_bunqueues_shape(two: Any) -> None:
+    a, b = two
+    job_id = await push(a, "t", maxAttempts=2, backoff=0)
+    pulled, token = await pull(a, "t")
+    assert pulled == job_id
+    assert (await a.post(f"/jobs/{job_id}/fail", json={"token": token, "error": "boom"})).is_success
+    pulled, token = await pull(a, "t")
+    assert pulled == job_id
+    assert (await a.post(f"/jobs/{job_id}/ack", json={"token": token})).is_success
+    job = (await b.get(f"/jobs/{job_id}")).json()["job"]
+    timeline = job["timeline"]
+    assert [(e["state"], e.get("attempt")) for e in timeline] == [
+        ("waiting", None),
+        ("active", 1),
+        ("failed", 1),
+        ("active", 2),
+        ("completed", 2),
+    ]
+    assert timeline[2]["error"] == "boom"
+    assert timeline[0]["timestamp"] == job["createdAt"]
+    assert timeline[-1]["timestamp"] == job["completedAt"]
+    stamps = [e["timestamp"] for e in timeline]
+    assert stamps == sorted(stamps) and all(isinstance(t, float) for t in stamps)
+    assert all(set(e) <= {"state", "timestamp", "worker", "error", "attempt"} for e in timeline)
+
+
+async def test_a_dead_lettered_jobs_timeline_ends_with_its_one_failure(two: Any) -> None:
+    a, b = two
+    job_id = await dead_letter(a, "t2")
+    timeline = (await b.get(f"/jobs/{job_id}")).json()["job"]["timeline"]
+    assert [(e["state"], e.get("attempt"), e.get("error")) for e in timeline] == [
+        ("waiting", None, None),
+        ("active", 1, None),
+        ("failed", 1, "boom"),
+    ]

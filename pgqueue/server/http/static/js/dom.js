@@ -115,6 +115,14 @@ export function section(title, id, ...children) {
 
 /** A table with a caption, header row and rows of cells. */
 export function table(caption, headers, rows, attrs = {}) {
+  // Each cell carries its column's name: a phone shows the rows as stacked cards.
+  const names = headers.map((x) => (typeof x === "string" ? x : x.textContent || ""));
+  for (const row of [rows].flat()) {
+    if (!(row instanceof Element)) continue;
+    [...row.children].forEach((cell, i) => {
+      if (names[i] && !cell.hasAttribute("data-label")) cell.setAttribute("data-label", names[i]);
+    });
+  }
   return h(
     "div",
     { class: "table-wrap" },
