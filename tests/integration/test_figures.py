@@ -133,4 +133,4 @@ async def test_claims_held_back_by_the_rate_limit_are_counted_across_the_brokers
         assert _of(await b.alert_figures(["rl"]), "rl")["rateThrottled"] == 1
         await a.report_status({})
         assert _of(await b.alert_figures(["rl"]), "rl")["rateThrottled"] == 4
-        assert a.rate_throttled() == {"rl": 3}
+        assert await a.rate_throttled() == {"rl": 3}
