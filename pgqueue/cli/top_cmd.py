@@ -59,6 +59,7 @@ FIGURE_KEYS = (
     "workerSlots",
     "workerSlotsBusy",
     "rateLimited",
+    "rateThrottled",
 )
 FIGURES_EVERY_S = 2.0  # AlertFigures is one set-based statement: read it every 2 s at most
 
@@ -75,7 +76,8 @@ def _figure_cells(f: dict[str, Any] | None) -> list[str]:
         f"{f.get('dlqTotal', 0)}" + (f" ({reasons})" if reasons else ""),
         f"{f.get('workerSlotsBusy', 0)}/{f.get('workerSlots', 0)}",
         f"{f.get('active', 0)}/{'-' if limit is None else limit}"
-        + (" throttled" if f.get("rateLimited") else ""),
+        + (f" throttled {f.get('rateThrottled', 0)}" if f.get("rateThrottled") else "")
+        + (" (window full)" if f.get("rateLimited") else ""),
     ]
 
 

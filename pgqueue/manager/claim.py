@@ -136,6 +136,7 @@ async def claim_once(
         ctx.planned_queues.discard(queue)
         if rows and rows[0]["retry_ms"] is not None:
             claims.retry_after_ms = int(rows[0]["retry_ms"])
+            ctx.rate_throttled[queue] = ctx.rate_throttled.get(queue, 0) + 1
     return claims
 
 

@@ -26,6 +26,9 @@ class EngineContext:
     # Queues whose last claim needed the planned path (a limit or groups): a hint
     # that saves the plain claim's round trip, never a rule (the SQL decides).
     planned_queues: set[str] = field(default_factory=set)
+    # Claims a full rate window held back, by queue, since this manager started: the
+    # throttle figure (this broker's own; others' come from their status reports).
+    rate_throttled: dict[str, int] = field(default_factory=dict)
 
     @property
     def namespace(self) -> str:

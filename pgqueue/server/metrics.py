@@ -275,6 +275,13 @@ class BrokerMetrics:
             ["queue"],
             registry=r,
         )
+        self.rate_throttled = Counter(
+            "pgqueue_queue_rate_throttled",
+            "Claims a full rate window held back on this broker (sum over brokers)",
+            ["queue"],
+            registry=r,
+        )
+        self._throttled_seen: dict[str, int] = {}
         self.queue_paused = Gauge(
             "pgqueue_queue_paused", "1 while the queue is paused", ["queue"], registry=r
         )
@@ -388,6 +395,15 @@ class BrokerMetrics:
         for row in await db.fetch(Q.table_sizes):
             self.table_bytes.labels(row["table_name"]).set(row["bytes"])
         self.set_figures(await manager.alert_figures())
+        self.set_throttled(await manager.rate_throttled())
+
+    def set_throttled(self, counts: dict[str, int]) -> None:
+        """Move each queue's throttle counter up to this broker's count."""
+        for queue, count in counts.items():
+            seen = self._throttled_seen.get(queue, 0)
+            if count > seen:
+                self.rate_throttled.labels(queue).inc(count - seen)
+                self._throttled_seen[queue] = count
 
     def set_figures(self, figures: list[dict[str, Any]]) -> None:
         """The per-queue alert gauges from ``AlertFigures`` rows (a queue gone drops out)."""

@@ -25,3 +25,18 @@ ORDER BY b.broker_id
 -- :session_id, :status the status document.
 UPDATE pgqueue_brokers SET status = :status::jsonb
 WHERE namespace = :namespace AND session_id = :session_id::uuid
+
+-- name: broker_rate_throttled
+-- The claims a full rate window held back on the other live brokers of :namespace
+-- (all but session :session_id), by queue, as their last status reports give them
+-- (``rateThrottled``; a report without it counts nothing).  :session_stale_ms.
+SELECT t.key AS queue, sum(t.value::text::bigint)::bigint AS throttled
+FROM pgqueue_brokers b
+CROSS JOIN LATERAL jsonb_each(
+    CASE WHEN jsonb_typeof(b.status -> 'rateThrottled') = 'object'
+         THEN b.status -> 'rateThrottled' ELSE '{}'::jsonb END) t
+WHERE b.namespace = :namespace
+  AND b.session_id <> :session_id::uuid
+  AND b.heartbeat_at > clock_timestamp() - :session_stale_ms::bigint * interval '1 millisecond'
+  AND jsonb_typeof(t.value) = 'number'
+GROUP BY t.key

@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from pgqueue.client.connection import Connection
+from pgqueue.testing import eventually
 from tests.acceptance import command_support as support
 from tests.acceptance.command_support import Pair, assert_refused, new_queue
 from tests.helpers import sql, sql_value
@@ -261,6 +262,32 @@ async def test_a_rate_limited_pull_says_when_the_window_reopens(clients: Clients
     assert 50_000 < limits["rateLimitTtl"] <= 60_000
     await b.call("RateLimitClear", {"queue": queue})
     assert len((await a.call("PULLB", {"queue": queue, "count": 5}))["jobs"]) == 2
+
+
+async def test_claims_held_back_by_a_rate_limit_are_counted_per_broker_and_summed(
+    clients: Clients,
+) -> None:
+    """The throttle figure counts: each broker exports its own held-back claims as a
+    counter, and AlertFigures adds the other live brokers' reported counts."""
+    a, b = clients
+    queue = new_queue("throttle")
+    await a.call("RateLimit", {"queue": queue, "limit": 1, "duration": 60_000})
+    await push_many(a, queue, 3)
+    assert len((await a.call("PULLB", {"queue": queue, "count": 5, "owner": "w"}))["jobs"]) == 1
+    for _ in range(2):
+        assert (await a.call("PULL", {"queue": queue, "owner": "w"}))["job"] is None
+    assert (await b.call("PULL", {"queue": queue, "owner": "w"}))["job"] is None
+    text = (await a.call("Prometheus"))["data"]["metrics"]
+    assert f'pgqueue_queue_rate_throttled_total{{queue="{queue}"}} 2.0' in text
+    own = (await b.call("AlertFigures", {"queue": queue}))["queues"]
+    assert [f["rateThrottled"] for f in own] == [1]
+
+    async def summed() -> bool:
+        figures = (await b.call("AlertFigures", {"queue": queue}))["queues"]
+        return [f["rateThrottled"] for f in figures] == [3]
+
+    # a's count reaches b with a's next status report (every session heartbeat).
+    await eventually(summed, timeout=30, message="b adds a's reported throttle count")
 
 
 async def test_a_small_group_is_served_within_one_round_of_a_huge_one(

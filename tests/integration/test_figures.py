@@ -5,6 +5,7 @@ are read only when the schema has their columns."""
 from __future__ import annotations
 
 from pgqueue.runtime import PostgresQueueManager
+from tests.conftest import start_manager
 from tests.helpers import sql
 
 
@@ -23,7 +24,7 @@ async def test_an_idle_queue_has_no_waiting_job_and_no_limit(
     assert row["active"] == 0
     assert row["dlq"] == {} and row["dlqTotal"] == 0
     assert row["concurrencyLimit"] is None and row["rateLimit"] is None
-    assert row["rateLimited"] is None
+    assert row["rateLimited"] is None and row["rateThrottled"] == 0
     assert (row["workers"], row["workerSlots"], row["workerSlotsBusy"]) == (0, 0, 0)
 
 
@@ -110,3 +111,26 @@ async def test_limits_are_read_when_the_schema_has_their_columns(
     assert row["concurrencyLimit"] == 7
     assert row["rateLimit"] == 2 and row["rateWindowClaims"] == 2
     assert row["rateLimited"] is True
+
+
+async def test_claims_held_back_by_the_rate_limit_are_counted_across_the_brokers(
+    db_dsn: str, namespace: str
+) -> None:
+    """The throttle figure is a count, not a flag: every claim a full rate window held
+    back, on this broker (its own count, fresh) and on every other live broker (the
+    count its last status report carried)."""
+    async with (
+        start_manager(db_dsn, namespace, broker_id="a") as a,
+        start_manager(db_dsn, namespace, broker_id="b") as b,
+    ):
+        await a.push_bulk("rl", [{"name": "n", "data": i} for i in range(5)])
+        await a.set_rate_limit("rl", 1, 60_000)
+        assert len(await a.pull_batch("rl", 5)) == 1
+        for _ in range(3):
+            assert await a.pull_batch("rl", 5) == []
+        assert await b.pull_batch("rl", 5) == []
+        assert _of(await a.alert_figures(["rl"]), "rl")["rateThrottled"] == 3
+        assert _of(await b.alert_figures(["rl"]), "rl")["rateThrottled"] == 1
+        await a.report_status({})
+        assert _of(await b.alert_figures(["rl"]), "rl")["rateThrottled"] == 4
+        assert await a.rate_throttled() == {"rl": 3}

@@ -14,7 +14,7 @@ from pgqueue import jsontext
 from pgqueue.db.queries import Q
 from pgqueue.manager.context import EngineContext
 
-__all__ = ["MAINTENANCE_SEAT", "list_brokers", "mark_draining", "report_status"]
+__all__ = ["MAINTENANCE_SEAT", "list_brokers", "mark_draining", "rate_throttled", "report_status"]
 
 MAINTENANCE_SEAT = "maintenance"
 
@@ -50,13 +50,21 @@ async def list_brokers(ctx: EngineContext) -> list[dict[str, Any]]:
 
 
 async def report_status(ctx: EngineContext, status: dict[str, Any]) -> None:
-    """Write this session's own status (a JSON object) on its broker row."""
+    """Write this session's own status (a JSON object) on its broker row, with the
+    claims a full rate window held back here (``rateThrottled``, by queue), which
+    the other brokers add to their throttle figure."""
+    document = {**status, "rateThrottled": dict(ctx.rate_throttled)}
     await ctx.db.execute(
         Q.broker_status_report,
         namespace=ctx.namespace,
         session_id=ctx.session_id,
-        status=jsontext.dumps(status),
+        status=jsontext.dumps(document),
     )
+
+
+async def rate_throttled(ctx: EngineContext) -> dict[str, int]:
+    """This broker's count of claims held back by a full rate window, by queue."""
+    return dict(ctx.rate_throttled)
 
 
 async def mark_draining(ctx: EngineContext) -> None:

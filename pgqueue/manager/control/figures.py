@@ -52,8 +52,10 @@ async def alert_figures(
     """``[{queue, paused, oldestWaitingMs, oldestWaitingId, oldestRetryMs,
     oldestRetryId, oldestRetryAttempts, active, concurrencyLimit, workers,
     workerSlots, workerSlotsBusy, dlq: {reason: n}, dlqTotal, rateLimit,
-    rateWindowClaims, rateLimited}]`` for ``queues`` (default: every queue), by name.
-    A figure that does not apply is None (no waiting job, no limit)."""
+    rateWindowClaims, rateLimited, rateThrottled}]`` for ``queues`` (default: every
+    queue), by name.  A figure that does not apply is None (no waiting job, no limit).
+    ``rateThrottled`` counts the claims a full rate window held back since the live
+    brokers started: this one's own count and the others' last reported ones."""
     names = sorted(set(queues)) if queues is not None else await listings.list_queues(ctx)
     if not names:
         return []
@@ -68,6 +70,14 @@ async def alert_figures(
             Q.worker_slots, namespace=ns, worker_stale_ms=ctx.config.worker_stale_ms
         )
     }
+    throttled = dict(ctx.rate_throttled)
+    for other in await ctx.db.fetch(
+        Q.broker_rate_throttled,
+        namespace=ns,
+        session_id=ctx.session_id,
+        session_stale_ms=ctx.config.session_stale_ms,
+    ):
+        throttled[other["queue"]] = throttled.get(other["queue"], 0) + int(other["throttled"])
     figures = []
     for row in rows:
         queue = row["queue"]
@@ -92,6 +102,7 @@ async def alert_figures(
                 "rateLimit": row["rate_limit"],
                 "rateWindowClaims": row["rate_count"] if row["rate_limit"] is not None else None,
                 "rateLimited": _throttled(row),
+                "rateThrottled": throttled.get(queue, 0),
             }
         )
     return figures

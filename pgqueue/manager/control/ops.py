@@ -89,6 +89,7 @@ class ControlOps(ManagerBase):
     list_brokers = forward(cluster.list_brokers)
     mark_draining = forward(cluster.mark_draining)
     report_status = forward(cluster.report_status)
+    rate_throttled = forward(cluster.rate_throttled)
 
     # -- the figures an operator alerts on -------------------------------------------
 

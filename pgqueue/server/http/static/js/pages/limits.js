@@ -1,7 +1,7 @@
 // Every queue's limits (GET /queues/{q}/limits) with the live saturation figures.
 
 import { get, q } from "../api.js";
-import { badge, empty, fmtDuration, h, replace, section, table, unavailable } from "../dom.js";
+import { badge, empty, fmtDuration, fmtNumber, h, replace, section, table, unavailable } from "../dom.js";
 
 export function render(main) {
   const box = h("div", { "data-testid": "limits" }, h("p", { class: "muted" }, "Loading…"));
@@ -34,10 +34,11 @@ export function render(main) {
         h("th", { scope: "row" }, h("a", { href: `#/queue/${q(name)}` }, name)),
         ...cells,
         h("td", { class: "num" }, f ? `${f.active}` : "—"),
-        h("td", { class: "num" }, f ? `${f.workerSlotsBusy}/${f.workerSlots}` : "—"));
+        h("td", { class: "num" }, f ? `${f.workerSlotsBusy}/${f.workerSlots}` : "—"),
+        h("td", { class: "num", "data-testid": "rate-throttled" }, f ? fmtNumber(f.rateThrottled ?? 0) : "—"));
     }));
     if (!alive) return;
-    replace(box, names.length ? table("Limits per queue", ["Queue", "Rate limit", "Expires in", "Concurrency limit", "At the limit", "Active", "Worker slots busy"], rows)
+    replace(box, names.length ? table("Limits per queue", ["Queue", "Rate limit", "Expires in", "Concurrency limit", "At the limit", "Active", "Worker slots busy", "Claims throttled"], rows)
       : empty("No queue yet."));
   })();
   return () => { alive = false; };

@@ -103,6 +103,7 @@ export function render(main, { args, params, subscribe }) {
         h("dt", {}, "Oldest in retry"), h("dd", {},
           f.oldestRetryId ? h("a", { href: `#/job/${q(f.oldestRetryId)}` }, fmtDuration(f.oldestRetryMs)) : "none"),
         h("dt", {}, "Worker slots busy"), h("dd", {}, `${f.workerSlotsBusy ?? "—"} of ${f.workerSlots ?? "—"}`),
+        h("dt", {}, "Claims throttled"), h("dd", { "data-testid": "rate-throttled" }, fmtNumber(f.rateThrottled ?? 0)),
       ));
     } catch (err) {
       if (!alive) return;
