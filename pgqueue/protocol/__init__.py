@@ -17,6 +17,7 @@ from pgqueue.protocol.codec import (
     DecodeLimits,
     Undefined,
     pack,
+    request_id_of_undecodable,
     unpack,
 )
 from pgqueue.protocol.envelope import command_name, request_id
@@ -51,5 +52,6 @@ __all__ = [
     "pack",
     "queue_name_error",
     "request_id",
+    "request_id_of_undecodable",
     "unpack",
 ]

@@ -43,6 +43,7 @@ __all__ = [
     "DecodeLimits",
     "Undefined",
     "pack",
+    "request_id_of_undecodable",
     "unpack",
 ]
 
@@ -256,6 +257,27 @@ def unpack(body: bytes, limits: DecodeLimits = DEFAULT_DECODE_LIMITS) -> dict[st
     if _js_falsy(value):
         raise ProtocolError(INVALID_COMMAND_FORMAT)
     raise ProtocolError(INVALID_COMMAND)
+
+
+def request_id_of_undecodable(body: bytes) -> str | None:
+    """The ``reqId`` of a top-level map that :func:`unpack` refused, if it can be read.
+
+    Its refusal then reaches the request waiting for it (a client matches answers by
+    ``reqId``; without one it would wait until its own timeout).  Every other entry is
+    skipped undecoded; ``None`` when the body is no map or the id is unreadable.
+    """
+    unpacker = msgpack.Unpacker(raw=False, max_buffer_size=max(len(body), 1))
+    unpacker.feed(body)
+    try:
+        for _ in range(unpacker.read_map_header()):
+            key = unpacker.unpack()
+            if key == "reqId":
+                value = unpacker.unpack()
+                return value if isinstance(value, str) else None
+            unpacker.skip()
+    except Exception:  # anything undecodable: no id to give back
+        return None
+    return None
 
 
 def _ext_hook(code: int, data: bytes) -> Undefined:

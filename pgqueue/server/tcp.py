@@ -27,7 +27,13 @@ import ssl as ssl_module
 from typing import TYPE_CHECKING, Any
 
 from pgqueue.errors import FrameTooLarge, ProtocolError
-from pgqueue.protocol import FrameReader, encode_frame, pack, unpack
+from pgqueue.protocol import (
+    FrameReader,
+    encode_frame,
+    pack,
+    request_id_of_undecodable,
+    unpack,
+)
 from pgqueue.server.dispatch import dispatch, error_response
 from pgqueue.server.freshness import LoopWatch, peer_closed, request_deadline_ms
 from pgqueue.server.request import ClientState
@@ -157,7 +163,7 @@ class TcpConnection:
         try:
             msg = unpack(body)
         except ProtocolError as exc:
-            self.send(error_response(exc.message, None))
+            self.send(error_response(exc.message, request_id_of_undecodable(body)))
             return
         if not self._fresh(msg, arrived, gone):
             return

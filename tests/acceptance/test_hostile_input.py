@@ -141,6 +141,21 @@ async def test_ten_thousand_levels_of_nesting_are_refused_clearly(
     await still_serving(control, control_id)
 
 
+@pytest.mark.parametrize("depth", [150, 250])
+async def test_a_request_nested_past_the_decoder_limit_gets_its_refusal_by_req_id(
+    broker_pair: tuple[Connection, Connection], depth: int
+) -> None:
+    """Deeper than the decoder's 128 levels but encodable (the SDK sends up to 256): the
+    refusal must carry the request's reqId, else its client waits out its timeout."""
+    hostile, control = broker_pair
+    control_id = await push_control(control)
+    push = {"cmd": "PUSH", "queue": "deep", "name": "n", "data": _nest(depth)}
+    answer = await hostile.request(push, timeout=10)
+    clear_refusal(answer)
+    assert "nested deeper" in answer["error"]
+    await still_serving(control, control_id)
+
+
 async def test_a_huge_string_is_kept_below_the_payload_limit_and_refused_above(
     broker_pair: tuple[Connection, Connection],
 ) -> None:

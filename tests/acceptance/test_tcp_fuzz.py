@@ -38,7 +38,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pgqueue.errors import FrameTooLarge, ProtocolError
-from pgqueue.protocol import FrameReader, encode_frame, pack, unpack
+from pgqueue.protocol import FrameReader, encode_frame, pack, request_id_of_undecodable, unpack
 from pgqueue.server.commands import COMMANDS
 from tests.acceptance.conftest import BrokerFactory, BrokerProcess
 
@@ -106,8 +106,8 @@ def command_frame(draw: st.DrawFn) -> Piece:
     body = msgpack.packb(message, use_bin_type=True)
     try:
         unpack(body)
-    except ProtocolError:  # not decodable (a non-string key, say): answered with no reqId
-        req_id = None
+    except ProtocolError:  # not decodable (a non-string key, say): its reqId if readable
+        req_id = request_id_of_undecodable(body)
     return Piece(encode_frame(body), req_id)
 
 
