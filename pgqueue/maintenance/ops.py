@@ -9,7 +9,9 @@ maintenance.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime
+from typing import Generic, TypeVar, overload
 
 from pgqueue.maintenance.cron_ticker import CronTicker, TickReport, tick_once
 from pgqueue.maintenance.dlq_upkeep import DlqUpkeep, DlqUpkeepReport, dlq_upkeep_once
@@ -27,6 +29,28 @@ from pgqueue.manager.base import ManagerBase
 
 __all__ = ["MaintenanceOps"]
 
+S = TypeVar("S")
+
+
+class _Service(Generic[S]):
+    """One of the maintenance services, read off the manager like a property:
+    ``None`` when the manager runs no (standard) maintenance."""
+
+    def __init__(self, part: Callable[[MaintenanceServices], S]) -> None:
+        self._part = part
+
+    @overload
+    def __get__(self, manager: None, owner: type) -> _Service[S]: ...
+    @overload
+    def __get__(self, manager: MaintenanceOps, owner: type | None = None) -> S | None: ...
+    def __get__(
+        self, manager: MaintenanceOps | None, owner: type | None = None
+    ) -> _Service[S] | S | None:
+        if manager is None:
+            return self  # read off the class, as a property is
+        upkeep = manager.upkeep
+        return None if upkeep is None else self._part(upkeep)
+
 
 class MaintenanceOps(ManagerBase):
     """One maintenance pass on demand, and the maintenance services once started."""
@@ -37,29 +61,12 @@ class MaintenanceOps(ManagerBase):
         upkeep = self.maintenance
         return upkeep if isinstance(upkeep, MaintenanceServices) else None
 
-    @property
-    def elector(self) -> LeaderElector | None:
-        return None if self.upkeep is None else self.upkeep.elector
-
-    @property
-    def reaper(self) -> Reaper | None:
-        return None if self.upkeep is None else self.upkeep.reaper
-
-    @property
-    def cron_ticker(self) -> CronTicker | None:
-        return None if self.upkeep is None else self.upkeep.cron
-
-    @property
-    def dlq_upkeep(self) -> DlqUpkeep | None:
-        return None if self.upkeep is None else self.upkeep.dlq_upkeep
-
-    @property
-    def retention(self) -> Retention | None:
-        return None if self.upkeep is None else self.upkeep.retention
-
-    @property
-    def webhook_delivery(self) -> WebhookDelivery | None:
-        return None if self.upkeep is None else self.upkeep.webhook_delivery
+    elector: _Service[LeaderElector] = _Service(lambda upkeep: upkeep.elector)
+    reaper: _Service[Reaper] = _Service(lambda upkeep: upkeep.reaper)
+    cron_ticker: _Service[CronTicker] = _Service(lambda upkeep: upkeep.cron)
+    dlq_upkeep: _Service[DlqUpkeep] = _Service(lambda upkeep: upkeep.dlq_upkeep)
+    retention: _Service[Retention] = _Service(lambda upkeep: upkeep.retention)
+    webhook_delivery: _Service[WebhookDelivery] = _Service(lambda upkeep: upkeep.webhook_delivery)
 
     async def reap(self, *, now: datetime | None = None) -> ReapReport:
         """Run one reaper sweep now (every broker does this on its own every interval).

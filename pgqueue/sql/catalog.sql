@@ -3,26 +3,26 @@
 -- its name, and the name quoted as an identifier when it needs quotes.
 SELECT current_schema() AS name, quote_ident(current_schema()) AS quoted
 
--- name: catalog_functions
--- Functions and procedures named pgqueue_* in schema :schema, with their definitions.
+-- fragment: catalog_function_rows
+-- The functions and procedures `p` of the catalog, with their schema `n`: name,
+-- identity arguments, kind and definition (the includer adds WHERE and ORDER BY).
 SELECT p.proname AS name,
        pg_get_function_identity_arguments(p.oid) AS arguments,
        p.prokind AS kind,
        CASE WHEN p.prokind IN ('f', 'p') THEN pg_get_functiondef(p.oid) END AS definition
 FROM pg_proc p
 JOIN pg_namespace n ON n.oid = p.pronamespace
+
+-- name: catalog_functions
+-- Functions and procedures named pgqueue_* in schema :schema, with their definitions.
+-- include: catalog_function_rows
 WHERE n.nspname = :schema AND p.proname LIKE 'pgqueue\_%'
 ORDER BY p.proname, arguments
 
 -- name: catalog_api_functions
 -- The SQL API: every function of the schema named pgqueue (pgqueue.enqueue and
 -- its helpers, migration 0020), with their definitions.
-SELECT p.proname AS name,
-       pg_get_function_identity_arguments(p.oid) AS arguments,
-       p.prokind AS kind,
-       CASE WHEN p.prokind IN ('f', 'p') THEN pg_get_functiondef(p.oid) END AS definition
-FROM pg_proc p
-JOIN pg_namespace n ON n.oid = p.pronamespace
+-- include: catalog_function_rows
 WHERE n.nspname = 'pgqueue'
 ORDER BY p.proname, arguments
 

@@ -40,6 +40,21 @@ ON CONFLICT (namespace, id) DO UPDATE SET
     stacktrace = EXCLUDED.stacktrace, removed = EXCLUDED.removed, opts = EXCLUDED.opts,
     token_salt = EXCLUDED.token_salt, unique_expires_at = EXCLUDED.unique_expires_at
 
+-- fragment: job_compare_and_set
+-- The WHERE of a batch write: the job `j` of :namespace that an element of
+-- `input i` names, still in the state and at the fence the caller read.
+WHERE j.namespace = :namespace
+  AND j.id = i.id
+  AND j.state = i.expected_state
+  AND j.fence = i.fence
+
+-- fragment: job_compare_and_set_leased
+-- job_compare_and_set and, when the element carries a token (`i.token`), the
+-- job's current lease is that token's and has not expired.
+-- include: job_compare_and_set
+  AND (i.token IS NULL
+       OR (j.lease_token = i.token AND j.lease_until > statement_timestamp()))
+
 -- name: job_finish_many
 -- Terminal transitions in one statement: each job leaves the hot table for
 -- pgqueue_finished (completed or failed), failed ones get a DLQ entry, and
@@ -69,12 +84,7 @@ WITH input AS (
 ), done AS (
     DELETE FROM pgqueue_jobs j
     USING input i
-    WHERE j.namespace = :namespace
-      AND j.id = i.id
-      AND j.state = i.expected_state
-      AND j.fence = i.fence
-      AND (i.token IS NULL
-           OR (j.lease_token = i.token AND j.lease_until > statement_timestamp()))
+    -- include: job_compare_and_set_leased
       AND NOT (:skip_with_dependents::bool AND j.has_dependents)
       AND EXISTS (SELECT 1 FROM pgqueue_brokers b
                   WHERE b.namespace = :namespace AND b.broker_id = :broker_id AND b.session_id = :session_id::uuid)
@@ -197,12 +207,7 @@ WITH input AS (
         lease_session = NULL,
         lease_until = NULL
     FROM input i
-    WHERE j.namespace = :namespace
-      AND j.id = i.id
-      AND j.state = i.expected_state
-      AND j.fence = i.fence
-      AND (i.token IS NULL
-           OR (j.lease_token = i.token AND j.lease_until > statement_timestamp()))
+    -- include: job_compare_and_set_leased
     RETURNING j.id, j.queue, j.run_at, i.ord, i.event_type, i.event_payload
 ), events AS (
     INSERT INTO pgqueue_events (namespace, queue, job_id, type, payload)

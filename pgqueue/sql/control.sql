@@ -11,6 +11,19 @@ events AS (
 )
 SELECT r.id FROM {rows} r, (SELECT count(*) FROM notified) AS hint
 
+-- fragment: removed_events
+-- The CTEs `events` and `notified` of a statement that removes jobs: a
+-- 'removed' event for each row `r` of the CTE {rows} (its id and queue), with
+-- the payload {"prev": {prev}, "reason": {reason}}, and the NOTIFY hint.  :namespace.
+events AS (
+    INSERT INTO pgqueue_events (namespace, queue, job_id, type, payload)
+    SELECT :namespace, r.queue, r.id, 'removed', jsonb_build_object('prev', {prev}, 'reason', {reason})
+    FROM {rows} r
+    RETURNING id, queue
+), notified AS (
+    -- include: notify_hint(namespace=:namespace)
+)
+
 -- name: job_control_probe
 -- Parameters, in order: :namespace, :job_id, :token, :broker_id, :session_id.
 -- Why a job control statement missed: the job's reported state (waiting,
@@ -76,10 +89,7 @@ WITH input AS (
 ), removed AS (
     DELETE FROM pgqueue_jobs j
     USING input i
-    WHERE j.namespace = :namespace
-      AND j.id = i.id
-      AND j.state = i.expected_state
-      AND j.fence = i.fence
+    -- include: job_compare_and_set
       AND NOT EXISTS (SELECT 1 FROM blocked b WHERE b.id = j.id)
     RETURNING j.id, j.queue,
               CASE WHEN j.state = 'pending' AND j.run_at > statement_timestamp() THEN 'delayed'
@@ -98,14 +108,8 @@ WITH input AS (
     DELETE FROM pgqueue_job_logs l
     USING removed r
     WHERE l.namespace = :namespace AND l.job_id = r.id
-), events AS (
-    INSERT INTO pgqueue_events (namespace, queue, job_id, type, payload)
-    SELECT :namespace, r.queue, r.id, 'removed', jsonb_build_object('prev', r.prev, 'reason', :reason::text)
-    FROM removed r
-    RETURNING id, queue
-), notified AS (
-    -- include: notify_hint(namespace=:namespace)
-)
+),
+-- include: removed_events(rows=removed, prev=r.prev, reason=:reason::text)
 SELECT 'removed' AS outcome, r.id, r.prev, 0 AS blockers
 FROM removed r, (SELECT count(*) FROM notified) AS hint
 UNION ALL
@@ -146,15 +150,8 @@ WITH blocked AS (
     DELETE FROM pgqueue_job_logs l
     USING done r
     WHERE l.namespace = :namespace AND l.job_id = r.id
-), events AS (
-    INSERT INTO pgqueue_events (namespace, queue, job_id, type, payload)
-    SELECT :namespace, r.queue, r.id, 'removed',
-           jsonb_build_object('prev', 'active', 'reason', 'cancel')
-    FROM done r
-    RETURNING id, queue
-), notified AS (
-    -- include: notify_hint(namespace=:namespace)
-)
+),
+-- include: removed_events(rows=done, prev='active', reason='cancel')
 SELECT 'removed' AS outcome, 0 AS blockers
 FROM done r, (SELECT count(*) FROM notified) AS hint
 UNION ALL
@@ -194,14 +191,8 @@ WITH target AS (
     DELETE FROM pgqueue_dlq d USING gone g WHERE d.namespace = :namespace AND d.job_id = g.id
 ), logs AS (
     DELETE FROM pgqueue_job_logs l USING gone g WHERE l.namespace = :namespace AND l.job_id = g.id
-), events AS (
-    INSERT INTO pgqueue_events (namespace, queue, job_id, type, payload)
-    SELECT :namespace, g.queue, g.id, 'removed', jsonb_build_object('prev', g.state, 'reason', 'cancel')
-    FROM gone g
-    RETURNING id, queue
-), notified AS (
-    -- include: notify_hint(namespace=:namespace)
-)
+),
+-- include: removed_events(rows=gone, prev=r.state, reason='cancel')
 SELECT t.state, (SELECT n FROM blocked) AS blockers, EXISTS (SELECT 1 FROM gone) AS removed
 FROM target t, (SELECT count(*) FROM notified) AS hint
 

@@ -85,23 +85,24 @@ WHERE f.namespace = :namespace AND f.queue = :queue AND f.state = :state AND NOT
 GROUP BY 1, 3
 ORDER BY 1
 
+-- fragment: queue_skip_scan
+-- The body of the recursive CTE {cte}(queue): the distinct queues of {table} in
+-- :namespace, the next one each step along an index led by (namespace, queue),
+-- then one NULL row that ends it.
+(SELECT t.queue FROM {table} t WHERE t.namespace = :namespace ORDER BY t.queue LIMIT 1)
+UNION ALL
+SELECT (SELECT t.queue FROM {table} t
+        WHERE t.namespace = :namespace AND t.queue > s.queue ORDER BY t.queue LIMIT 1)
+FROM {cte} s
+WHERE s.queue IS NOT NULL
+
 -- name: queue_list
 -- Every queue of a namespace: the registry plus any queue that holds jobs
 -- (distinct queues read with a skip scan over the listing indexes).  :namespace.
 WITH RECURSIVE live(queue) AS (
-    (SELECT j.queue FROM pgqueue_jobs j WHERE j.namespace = :namespace ORDER BY j.queue LIMIT 1)
-    UNION ALL
-    SELECT (SELECT j.queue FROM pgqueue_jobs j
-            WHERE j.namespace = :namespace AND j.queue > l.queue ORDER BY j.queue LIMIT 1)
-    FROM live l
-    WHERE l.queue IS NOT NULL
+    -- include: queue_skip_scan(table=pgqueue_jobs, cte=live)
 ), done(queue) AS (
-    (SELECT f.queue FROM pgqueue_finished f WHERE f.namespace = :namespace ORDER BY f.queue LIMIT 1)
-    UNION ALL
-    SELECT (SELECT f.queue FROM pgqueue_finished f
-            WHERE f.namespace = :namespace AND f.queue > d.queue ORDER BY f.queue LIMIT 1)
-    FROM done d
-    WHERE d.queue IS NOT NULL
+    -- include: queue_skip_scan(table=pgqueue_finished, cte=done)
 )
 SELECT q.queue FROM pgqueue_queues q WHERE q.namespace = :namespace
 UNION

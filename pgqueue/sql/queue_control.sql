@@ -63,11 +63,7 @@ WITH picked AS (
       AND NOT EXISTS (SELECT 1 FROM pgqueue_dependencies d
                       JOIN pgqueue_jobs dj ON dj.namespace = d.namespace AND dj.id = d.job_id
                       WHERE d.namespace = :namespace AND d.depends_on = f.id)
-      AND (f.parent_id IS NULL
-           OR (NOT EXISTS (SELECT 1 FROM pgqueue_jobs p
-                           WHERE p.namespace = :namespace AND p.id = f.parent_id)
-               AND NOT EXISTS (SELECT 1 FROM pgqueue_dlq p
-                               WHERE p.namespace = :namespace AND p.job_id = f.parent_id)))
+      -- include: finished_parent_gone
     ORDER BY f.finished_at, f.id
     LIMIT :limit
     FOR UPDATE SKIP LOCKED
@@ -80,14 +76,8 @@ WITH picked AS (
     DELETE FROM pgqueue_dlq d USING deleted x WHERE d.namespace = :namespace AND d.job_id = x.id
 ), logs AS (
     DELETE FROM pgqueue_job_logs l USING deleted x WHERE l.namespace = :namespace AND l.job_id = x.id
-), events AS (
-    INSERT INTO pgqueue_events (namespace, queue, job_id, type, payload)
-    SELECT :namespace, x.queue, x.id, 'removed', jsonb_build_object('prev', x.state, 'reason', :reason::text)
-    FROM deleted x
-    RETURNING id, queue
-), notified AS (
-    -- include: notify_hint(namespace=:namespace)
-)
+),
+-- include: removed_events(rows=deleted, prev=r.state, reason=:reason::text)
 SELECT x.id FROM deleted x, (SELECT count(*) FROM notified) AS hint
 ORDER BY x.finished_at, x.id
 
@@ -114,6 +104,21 @@ SELECT (SELECT count(*) FROM pgqueue_jobs j
         WHERE j.namespace = :namespace AND j.queue = :queue AND j.state = 'active')::bigint AS active,
        (SELECT count(*) FROM paused)::int AS registered
 
+-- fragment: obliterated_jobs_pick
+-- The start of an obliterate page: up to :limit rows `j` of {table} in queue
+-- :queue of :namespace that pass {when}, locked (`picked`) and deleted
+-- (`deleted`: their id, state, parent_id, opts); the includer's CTEs follow.
+WITH picked AS (
+    SELECT j.id FROM {table} j
+    WHERE j.namespace = :namespace AND j.queue = :queue AND {when}
+    LIMIT :limit
+    FOR UPDATE
+), deleted AS (
+    DELETE FROM {table} j USING picked p
+    WHERE j.namespace = :namespace AND j.id = p.id
+    RETURNING j.id, j.state, j.parent_id, j.opts
+),
+
 -- fragment: obliterated_jobs_rest
 -- The end of an obliterate page: the own dependency edges and the logs of the
 -- jobs in `deleted` go too; returns their id, state, parent_id, opts.  :namespace.
@@ -133,16 +138,7 @@ SELECT x.id, x.state, x.parent_id, x.opts FROM deleted x
 -- transaction (lost_dependencies.py).  No per-job event: the 'obliterated'
 -- event covers them.  :namespace.  Returns id, state, parent_id, opts of
 -- each deleted job.
-WITH picked AS (
-    SELECT j.id FROM pgqueue_jobs j
-    WHERE j.namespace = :namespace AND j.queue = :queue AND (:with_active::bool OR j.state <> 'active')
-    LIMIT :limit
-    FOR UPDATE
-), deleted AS (
-    DELETE FROM pgqueue_jobs j USING picked p
-    WHERE j.namespace = :namespace AND j.id = p.id
-    RETURNING j.id, j.state, j.parent_id, j.opts
-),
+-- include: obliterated_jobs_pick(table=pgqueue_jobs, when=(:with_active::bool OR j.state <> 'active'))
 -- include: obliterated_jobs_rest
 
 -- name: job_obliterate_finished_page
@@ -151,16 +147,8 @@ WITH picked AS (
 -- own edges and logs; the edges pointing to them stay for the caller, as in
 -- job_obliterate_live_page.  :namespace.  Returns id, state, parent_id,
 -- opts of each deleted job.
-WITH picked AS (
-    SELECT f.id FROM pgqueue_finished f
-    WHERE f.namespace = :namespace AND f.queue = :queue
-    LIMIT :limit
-    FOR UPDATE
-), deleted AS (
-    DELETE FROM pgqueue_finished f USING picked p
-    WHERE f.namespace = :namespace AND f.id = p.id
-    RETURNING f.id, f.state, f.parent_id, f.opts
-), dlq AS (
+-- include: obliterated_jobs_pick(table=pgqueue_finished, when=true)
+dlq AS (
     DELETE FROM pgqueue_dlq d USING deleted x WHERE d.namespace = :namespace AND d.job_id = x.id
 ),
 -- include: obliterated_jobs_rest

@@ -1,3 +1,14 @@
+-- fragment: finished_parent_gone
+-- A condition on the finished job `f` (after a WHERE): it is no flow child, or
+-- its parent has finished for good, neither live nor dead-lettered (a parent
+-- reads its children's results or errors when it runs, also after a redrive).
+-- :namespace.
+AND (f.parent_id IS NULL
+     OR (NOT EXISTS (SELECT 1 FROM pgqueue_jobs p
+                     WHERE p.namespace = :namespace AND p.id = f.parent_id)
+         AND NOT EXISTS (SELECT 1 FROM pgqueue_dlq p
+                         WHERE p.namespace = :namespace AND p.job_id = f.parent_id)))
+
 -- name: finished_prune
 -- Parameters, in order: :namespace, :completed_ms, :failed_ms, :limit, :now.
 -- Forget finished jobs older than their retention: completed ones (and the
@@ -28,11 +39,7 @@ WITH clock AS (
           AND (s.state = 'completed'
                OR NOT EXISTS (SELECT 1 FROM pgqueue_dlq d
                               WHERE d.namespace = :namespace AND d.job_id = f.id))
-          AND (f.parent_id IS NULL
-               OR (NOT EXISTS (SELECT 1 FROM pgqueue_jobs p
-                               WHERE p.namespace = :namespace AND p.id = f.parent_id)
-                   AND NOT EXISTS (SELECT 1 FROM pgqueue_dlq p
-                                   WHERE p.namespace = :namespace AND p.job_id = f.parent_id)))
+          -- include: finished_parent_gone
         ORDER BY f.finished_at, f.id
         LIMIT :limit
     ) f
