@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pgqueue.db.executor import Row
-from pgqueue.db.records import record_from_row
+from pgqueue.db.records import record_as_wire, record_from_row
 
 __all__ = ["Webhook", "WebhookDelivery", "WebhookStats"]
 
@@ -94,13 +94,10 @@ class WebhookStats:
         )
 
     def as_wire(self) -> dict[str, int]:
-        return {
-            "total": self.total,
-            "enabled": self.enabled,
-            "pendingDeliveries": self.pending,
-            "deliveredDeliveries": self.delivered,
-            "failedDeliveries": self.failed,
-        }
+        return record_as_wire(self, names=_STATS_NAMES)
+
+
+_STATS_NAMES = {s: f"{s}Deliveries" for s in ("pending", "delivered", "failed")}
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,20 +130,4 @@ class WebhookDelivery:
         )
 
     def as_wire(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "webhookId": self.webhook_id,
-            "eventId": self.event_id,
-            "event": self.event,
-            "queue": self.queue,
-            "jobId": self.job_id,
-            "status": self.status,
-            "attempts": self.attempts,
-            "maxAttempts": self.max_attempts,
-            "lastStatusCode": self.last_status_code,
-            "lastError": self.last_error,
-            "createdAt": self.created_at,
-            "lastAttemptAt": self.last_attempt_at,
-            "nextAttemptAt": self.next_attempt_at,
-            "deliveredAt": self.delivered_at,
-        }
+        return record_as_wire(self, omit=("body", "event_at"))
