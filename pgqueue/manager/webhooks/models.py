@@ -37,20 +37,13 @@ class Webhook:
     @classmethod
     def from_row(cls, row: Row) -> Webhook:
         """From a registration row; the counts are optional (0 when absent)."""
-        return cls(
-            id=row["id"],
-            url=row["url"],
+        counts = {name: int(row.get(name) or 0) for name in _COUNTS}
+        return record_from_row(
+            cls,
+            row,
             events=list(row["events"]),
-            queue=row["queue"],
-            has_secret=row["has_secret"],
-            enabled=row["enabled"],
-            created_at=row["created_at"],
             last_triggered_at=row.get("last_triggered_at"),
-            success_count=int(row.get("success_count") or 0),
-            failure_count=int(row.get("failure_count") or 0),
-            pending=int(row.get("pending") or 0),
-            delivered=int(row.get("delivered") or 0),
-            failed=int(row.get("failed") or 0),
+            **counts,
         )
 
     def as_wire(self) -> dict[str, Any]:
@@ -71,6 +64,9 @@ class Webhook:
                 "failed": self.failed,
             },
         }
+
+
+_COUNTS = ("success_count", "failure_count", "pending", "delivered", "failed")
 
 
 @dataclass(frozen=True, slots=True)
