@@ -152,35 +152,37 @@ class JobLog:
     def active(self, job: Any) -> None:
         self._started[job.id] = time.monotonic()
         attempt = int(getattr(job, "attempts_made", 0) or 0) + 1
-        log.debug(
-            "job %s (%s) started, attempt %d",
-            job.id,
-            job.name,
-            attempt,
-            extra=self._extra(job, attempt=attempt),
-        )
+        self._log(logging.DEBUG, job, "started, attempt %d", attempt, attempt=attempt)
 
     def completed(self, job: Any, result: Any) -> None:
         took = self._took(job)
-        log.debug(
-            "job %s (%s) completed in %s ms",
-            job.id,
-            job.name,
-            took,
-            extra=self._extra(job, duration_ms=took),
-        )
+        self._log(logging.DEBUG, job, "completed in %s ms", took, duration_ms=took)
 
     def failed(self, job: Any, exc: BaseException) -> None:
         took = self._took(job)
-        log.warning(
-            "job %s (%s) failed after %s ms: %s: %s",
+        what = "failed after %s ms: %s: %s"
+        self._log(
+            logging.WARNING, job, what, took, type(exc).__name__, exc, exc=exc, duration_ms=took
+        )
+
+    def _log(
+        self,
+        level: int,
+        job: Any,
+        what: str,
+        *args: Any,
+        exc: BaseException | None = None,
+        **more: Any,
+    ) -> None:
+        """One line ``job <id> (<name>) <what>``, with the job's fields as ``extra``."""
+        log.log(
+            level,
+            "job %s (%s) " + what,
             job.id,
             job.name,
-            took,
-            type(exc).__name__,
-            exc,
+            *args,
             exc_info=exc,
-            extra=self._extra(job, duration_ms=took),
+            extra=self._extra(job, **more),
         )
 
 

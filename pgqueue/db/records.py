@@ -1,19 +1,23 @@
-"""Rows to typed records: a dataclass's fields read from the columns of their names.
+"""Rows to typed records and typed records to the wire, by their fields' names.
 
 Most records the engine hands out are a row with its columns renamed to nothing:
 :func:`record_from_row` reads each field without a default from the column of
 the same name, so a record lists its columns once (as its fields) and writes
-out only what it converts.
+out only what it converts.  The way out is the same: :func:`record_as_wire`
+gives each field under its camelCase name, in the order of the fields, so a
+record's ``as_wire`` / ``as_dict`` writes out only what it renames, leaves out
+or converts.
 """
 
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from typing import Any, TypeVar
 
 from pgqueue.db.executor import Row
 
-__all__ = ["record_from_row"]
+__all__ = ["record_as_wire", "record_from_row"]
 
 T = TypeVar("T")
 
@@ -38,3 +42,36 @@ def _required(cls: type[Any]) -> tuple[str, ...]:
         for f in dataclasses.fields(cls)
         if f.default is missing and f.default_factory is missing
     )
+
+
+def record_as_wire(
+    record: Any,
+    *,
+    omit: tuple[str, ...] = (),
+    names: Mapping[str, str] | None = None,
+    **computed: Any,
+) -> dict[str, Any]:
+    """``record``'s fields (a dataclass) by their camelCase names, in field order;
+    ``omit`` leaves fields out, ``names`` gives a field another wire name and
+    ``computed`` a field's value given otherwise (converted, copied)."""
+    fields = _WIRE_NAMES.get(type(record))
+    if fields is None:
+        fields = _WIRE_NAMES[type(record)] = _wire_names(type(record))
+    names = names or {}
+    return {
+        names.get(name, camel): computed[name] if name in computed else getattr(record, name)
+        for name, camel in fields
+        if name not in omit
+    }
+
+
+_WIRE_NAMES: dict[type[Any], tuple[tuple[str, str], ...]] = {}
+
+
+def _wire_names(cls: type[Any]) -> tuple[tuple[str, str], ...]:
+    return tuple((f.name, _camel(f.name)) for f in dataclasses.fields(cls))
+
+
+def _camel(name: str) -> str:
+    head, *rest = name.split("_")
+    return head + "".join(part.capitalize() for part in rest)

@@ -5,7 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from pgqueue.db.records import record_as_wire
 from pgqueue.errors import PgQueueError
+from pgqueue.vocabulary.job_record import Job
 from pgqueue.vocabulary.states import JOB_STATES
 
 __all__ = [
@@ -17,50 +19,6 @@ __all__ = [
     "JobCounts",
     "OutcomeReason",
 ]
-
-
-@dataclass(frozen=True, slots=True)
-class Job:
-    """A job as stored, with its reported state."""
-
-    id: str
-    queue: str
-    name: str
-    data: Any
-    state: str
-    priority: int
-    lifo: bool
-    attempts: int
-    max_attempts: int
-    created_at: float
-    run_at: float
-    started_at: float | None
-    finished_at: float | None
-    progress: Any
-    progress_message: str | None
-    result: Any
-    failed_reason: str | None
-    error: str | None
-    stacktrace: list[str] | None
-    custom_id: str | None
-    unique_key: str | None
-    parent_id: str | None
-    parent_queue: str | None
-    group_id: str | None
-    fence: int
-    stall_count: int
-    timeout_ms: int | None
-    ttl_ms: int | None
-    remove_on_complete: bool
-    remove_on_fail: bool
-    backoff: dict[str, Any]
-    attempt_log: list[dict[str, Any]]
-    options: dict[str, Any]
-    pending_dependencies: int = 0
-    lease_until: float | None = None
-    lease_owner: str | None = None
-    stall_timeout_ms: int | None = None
-    last_heartbeat_at: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,15 +71,11 @@ class JobCounts:
     paused: bool = False
 
     def as_dict(self) -> dict[str, int]:
-        return {
-            "waiting": self.waiting,
-            "prioritized": self.prioritized,
-            "delayed": self.delayed,
-            "active": self.active,
-            "waiting-children": self.waiting_children,
-            "completed": self.completed,
-            "failed": self.failed,
-        }
+        """The counts by bunqueue's state names (``waiting-children``), ``paused`` apart."""
+        return record_as_wire(self, omit=("paused",), names=_BUNQUEUE_STATE)
+
+
+_BUNQUEUE_STATE = {"waiting_children": "waiting-children"}
 
 
 @dataclass(frozen=True, slots=True)

@@ -3,99 +3,26 @@
 A plain, JSON-able dict (camelCase, float millisecond timestamps), used by the
 broker's TCP and HTTP answers and by the SDK's embedded transport, so a job
 looks the same however it is reached.  It is part of the protocol, not of the
-engine: it reads any object shaped like a job (:class:`JobRecord`).
+engine: it reads the job record of the vocabulary
+(:class:`~pgqueue.vocabulary.job_record.Job`), which the engine builds.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Protocol
+from typing import Any
 
 from pgqueue.vocabulary.job_options import opts_options
+from pgqueue.vocabulary.job_record import Job
 
-__all__ = ["JobRecord", "job_view"]
-
-
-class JobRecord(Protocol):
-    """What the view reads of a job (the engine's :class:`~pgqueue.manager.models.Job`)."""
-
-    @property
-    def id(self) -> str: ...
-    @property
-    def queue(self) -> str: ...
-    @property
-    def name(self) -> str: ...
-    @property
-    def data(self) -> Any: ...
-    @property
-    def state(self) -> str: ...
-    @property
-    def priority(self) -> int: ...
-    @property
-    def lifo(self) -> bool: ...
-    @property
-    def attempts(self) -> int: ...
-    @property
-    def max_attempts(self) -> int: ...
-    @property
-    def created_at(self) -> float: ...
-    @property
-    def run_at(self) -> float: ...
-    @property
-    def started_at(self) -> float | None: ...
-    @property
-    def finished_at(self) -> float | None: ...
-    @property
-    def progress(self) -> Any: ...
-    @property
-    def progress_message(self) -> str | None: ...
-    @property
-    def result(self) -> Any: ...
-    @property
-    def failed_reason(self) -> str | None: ...
-    @property
-    def error(self) -> str | None: ...
-    @property
-    def stacktrace(self) -> list[str] | None: ...
-    @property
-    def custom_id(self) -> str | None: ...
-    @property
-    def unique_key(self) -> str | None: ...
-    @property
-    def parent_id(self) -> str | None: ...
-    @property
-    def group_id(self) -> str | None: ...
-    @property
-    def stall_count(self) -> int: ...
-    @property
-    def timeout_ms(self) -> int | None: ...
-    @property
-    def ttl_ms(self) -> int | None: ...
-    @property
-    def remove_on_complete(self) -> bool: ...
-    @property
-    def remove_on_fail(self) -> bool: ...
-    @property
-    def backoff(self) -> dict[str, Any]: ...
-    @property
-    def options(self) -> dict[str, Any]: ...
-    @property
-    def pending_dependencies(self) -> int: ...
-    @property
-    def lease_until(self) -> float | None: ...
-    @property
-    def attempt_log(self) -> list[dict[str, Any]]: ...
-    @property
-    def stall_timeout_ms(self) -> int | None: ...
-    @property
-    def last_heartbeat_at(self) -> float | None: ...
+__all__ = ["job_view"]
 
 
 def _ms(value: float | None) -> float | None:
     return None if value is None else float(value)
 
 
-def _last_heartbeat(job: JobRecord) -> float:
+def _last_heartbeat(job: Job) -> float:
     """When the job's lease was last renewed: its last heartbeat, else its claim
     (bunqueue sets it at the claim too), else its creation."""
     seen = [t for t in (job.last_heartbeat_at, job.started_at) if t is not None]
@@ -121,7 +48,7 @@ _SHOWN = tuple(option for option in opts_options() if option.view)
 TIMELINE_LIMIT = 20  # bunqueue keeps the last 20 entries
 
 
-def _timeline(job: JobRecord) -> list[dict[str, Any]]:
+def _timeline(job: Job) -> list[dict[str, Any]]:
     """bunqueue's ``timeline`` (``[{state, timestamp, attempt?, error?}]``, the last
     20) from what the job row keeps: its creation, each failed attempt of the
     attempt log, the current claim and how it finished."""
@@ -158,7 +85,7 @@ def _timeline(job: JobRecord) -> list[dict[str, Any]]:
     return entries[-TIMELINE_LIMIT:]
 
 
-def job_view(job: JobRecord, *, with_state: bool = False) -> dict[str, Any]:
+def job_view(job: Job, *, with_state: bool = False) -> dict[str, Any]:
     """The bunqueue Job object for ``job`` (plus state/returnvalue/failedReason)."""
     options = job.options
     children = options.get("children_ids") or []

@@ -45,24 +45,28 @@ def check_scheduler_name(value: Any, field: str = "name") -> str:
 
 @dataclass(frozen=True, slots=True)
 class SchedulerSpec:
-    """One validated scheduler (see the migration 0010 columns)."""
+    """One validated scheduler (see the migration 0010 columns).
+
+    Only :func:`build_scheduler_spec` builds one, and it gives every field: the
+    defaults of a request are those of its arguments, not repeated here.
+    """
 
     name: str
     queue: str
     job_name: str
     data_json: str
     timing: Timing
-    immediately: bool = False
-    max_limit: int | None = None
-    prevent_overlap: bool = True
-    skip_missed_on_restart: bool = True
-    skip_if_no_worker: bool = False
-    priority: int = 0
-    unique_key: str | None = None
-    dedup: Mapping[str, Any] | None = None
-    job_options: Mapping[str, Any] | None = None
-    source: Source = "cron"
-    executions_from: int = 0
+    immediately: bool
+    max_limit: int | None
+    prevent_overlap: bool
+    skip_missed_on_restart: bool
+    skip_if_no_worker: bool
+    priority: int
+    unique_key: str | None
+    dedup: Mapping[str, Any] | None
+    job_options: Mapping[str, Any] | None
+    source: Source
+    executions_from: int
 
     @property
     def job_options_json(self) -> str:

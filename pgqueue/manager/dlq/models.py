@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from pgqueue.db.records import record_as_wire
 from pgqueue.manager.models import Job
 
 __all__ = ["DlqAuditRecord", "DlqEntry", "DlqStats", "RedriveResult"]
@@ -37,16 +38,7 @@ class DlqEntry:
     expires_at: float | None
 
     def as_dict(self) -> dict[str, Any]:
-        return {
-            "enteredAt": self.entered_at,
-            "reason": self.reason,
-            "error": self.error,
-            "attempts": self.attempts,
-            "retryCount": self.retry_count,
-            "lastRetryAt": self.last_retry_at,
-            "nextRetryAt": self.next_retry_at,
-            "expiresAt": self.expires_at,
-        }
+        return record_as_wire(self, omit=("job",))
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,15 +54,7 @@ class DlqStats:
     newest_entry: float | None
 
     def as_dict(self) -> dict[str, Any]:
-        return {
-            "total": self.total,
-            "byReason": dict(self.by_reason),
-            "byQueue": dict(self.by_queue),
-            "pendingRetry": self.pending_retry,
-            "expired": self.expired,
-            "oldestEntry": self.oldest_entry,
-            "newestEntry": self.newest_entry,
-        }
+        return record_as_wire(self, by_reason=dict(self.by_reason), by_queue=dict(self.by_queue))
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,17 +77,7 @@ class DlqAuditRecord:
     count: int
 
     def as_dict(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "at": self.at,
-            "actor": self.actor,
-            "action": self.action,
-            "queue": self.queue,
-            "jobIds": list(self.job_ids),
-            "filter": self.filter,
-            "reason": self.reason,
-            "count": self.count,
-        }
+        return record_as_wire(self, job_ids=list(self.job_ids))
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pgqueue.db.executor import Row
-from pgqueue.db.records import record_from_row
+from pgqueue.db.records import record_as_wire, record_from_row
 
 __all__ = ["Webhook", "WebhookDelivery", "WebhookStats"]
 
@@ -37,20 +37,13 @@ class Webhook:
     @classmethod
     def from_row(cls, row: Row) -> Webhook:
         """From a registration row; the counts are optional (0 when absent)."""
-        return cls(
-            id=row["id"],
-            url=row["url"],
+        counts = {name: int(row.get(name) or 0) for name in _COUNTS}
+        return record_from_row(
+            cls,
+            row,
             events=list(row["events"]),
-            queue=row["queue"],
-            has_secret=row["has_secret"],
-            enabled=row["enabled"],
-            created_at=row["created_at"],
             last_triggered_at=row.get("last_triggered_at"),
-            success_count=int(row.get("success_count") or 0),
-            failure_count=int(row.get("failure_count") or 0),
-            pending=int(row.get("pending") or 0),
-            delivered=int(row.get("delivered") or 0),
-            failed=int(row.get("failed") or 0),
+            **counts,
         )
 
     def as_wire(self) -> dict[str, Any]:
@@ -71,6 +64,9 @@ class Webhook:
                 "failed": self.failed,
             },
         }
+
+
+_COUNTS = ("success_count", "failure_count", "pending", "delivered", "failed")
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,13 +90,10 @@ class WebhookStats:
         )
 
     def as_wire(self) -> dict[str, int]:
-        return {
-            "total": self.total,
-            "enabled": self.enabled,
-            "pendingDeliveries": self.pending,
-            "deliveredDeliveries": self.delivered,
-            "failedDeliveries": self.failed,
-        }
+        return record_as_wire(self, names=_STATS_NAMES)
+
+
+_STATS_NAMES = {s: f"{s}Deliveries" for s in ("pending", "delivered", "failed")}
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,20 +126,4 @@ class WebhookDelivery:
         )
 
     def as_wire(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "webhookId": self.webhook_id,
-            "eventId": self.event_id,
-            "event": self.event,
-            "queue": self.queue,
-            "jobId": self.job_id,
-            "status": self.status,
-            "attempts": self.attempts,
-            "maxAttempts": self.max_attempts,
-            "lastStatusCode": self.last_status_code,
-            "lastError": self.last_error,
-            "createdAt": self.created_at,
-            "lastAttemptAt": self.last_attempt_at,
-            "nextAttemptAt": self.next_attempt_at,
-            "deliveredAt": self.delivered_at,
-        }
+        return record_as_wire(self, omit=("body", "event_at"))

@@ -105,6 +105,32 @@ export function unavailable(what, error) {
   );
 }
 
+/** A box that says "Loading…" (or `text`) until it is filled. */
+export function loading(testid, text = "Loading…") {
+  return h("div", { "data-testid": testid }, h("p", { class: "muted" }, text));
+}
+
+/**
+ * Fill `box` with what `show(await load())` returns; when the load fails, with
+ * "`what`: unavailable" (never an empty table).  Nothing once the page is left:
+ * the function returned stops it (a page's render returns it).
+ */
+export function fill(box, what, load, show) {
+  let alive = true;
+  (async () => {
+    let answer;
+    try {
+      answer = await load();
+    } catch (err) {
+      if (alive) replace(box, unavailable(what, err));
+      return;
+    }
+    const shown = await show(answer);
+    if (alive) replace(box, shown);
+  })();
+  return () => { alive = false; };
+}
+
 export function empty(text) {
   return h("p", { class: "muted empty", "data-testid": "empty" }, text);
 }

@@ -1,26 +1,17 @@
 // Cron schedules (GET /crons): a failed load says "unavailable", never "empty".
 
 import { get } from "../api.js";
-import { empty, fmtDuration, h, replace, section, table, timeEl, unavailable } from "../dom.js";
+import { empty, fill, fmtDuration, h, loading, section, table, timeEl } from "../dom.js";
 
 export function cronList(answer) {
   return answer.crons || (answer.data && answer.data.crons) || [];
 }
 
 export function render(main) {
-  const box = h("div", { "data-testid": "crons" }, h("p", { class: "muted" }, "Loading…"));
+  const box = loading("crons");
   main.append(h("h1", {}, "Cron schedules"), section("Schedules", "crons-title", box));
-  let alive = true;
-  (async () => {
-    let crons;
-    try {
-      crons = cronList(await get("/crons"));
-    } catch (err) {
-      if (alive) replace(box, unavailable("Cron schedules", err));
-      return;
-    }
-    if (!alive) return;
-    replace(box, crons.length ? table("Cron schedules", ["Name", "Queue", "Schedule", "Timezone", "Next run", "Runs"],
+  return fill(box, "Cron schedules", async () => cronList(await get("/crons")), (crons) => crons.length
+    ? table("Cron schedules", ["Name", "Queue", "Schedule", "Timezone", "Next run", "Runs"],
       crons.map((c) => h("tr", {},
         h("th", { scope: "row" }, c.name),
         h("td", {}, h("a", { href: `#/queue/${encodeURIComponent(c.queue)}` }, c.queue)),
@@ -28,7 +19,5 @@ export function render(main) {
         h("td", {}, c.timezone || "UTC"),
         h("td", {}, timeEl(c.nextRun)),
         h("td", { class: "num" }, c.executions ?? c.runs ?? "—"))))
-      : empty("No cron schedule."));
-  })();
-  return () => { alive = false; };
+    : empty("No cron schedule."));
 }

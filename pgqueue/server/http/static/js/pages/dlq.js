@@ -2,9 +2,7 @@
 // with a reason (kept in the audit trail); purge; and the audit trail itself.
 
 import { get, post, q, qs } from "../api.js";
-import {
-  confirmAction, empty, flash, fmtDuration, fmtNumber, h, replace, section, table, timeEl, unavailable,
-} from "../dom.js";
+import { confirmAction, empty, flash, fmtDuration, fmtNumber, h, loading, replace, section, table, timeEl, unavailable } from "../dom.js";
 
 const REASONS = ["", "explicit_fail", "max_attempts_exceeded", "timeout", "stalled", "ttl_expired",
   "worker_lost", "dependency_failed", "unknown"];
@@ -19,8 +17,8 @@ export function render(main, { params }) {
   };
   const offset = Math.max(0, Number(params.get("offset")) || 0);
   const form = h("form", { class: "filters", "aria-label": "DLQ filters" });
-  const entriesBox = h("div", { "data-testid": "dlq-entries" }, h("p", { class: "muted" }, "Loading…"));
-  const auditBox = h("div", { "data-testid": "dlq-audit" }, h("p", { class: "muted" }, "Loading the audit trail…"));
+  const entriesBox = loading("dlq-entries");
+  const auditBox = loading("dlq-audit", "Loading the audit trail…");
   main.append(
     h("h1", {}, "Dead-letter queue"),
     section("Entries", "dlq-title", form, entriesBox),

@@ -3,16 +3,14 @@
 // remove / cancel.
 
 import { del, get, post, q } from "../api.js";
-import {
-  badge, confirmAction, empty, flash, fmtDuration, h, pre, replace, section, table, timeEl, unavailable,
-} from "../dom.js";
+import { badge, confirmAction, empty, flash, fmtDuration, h, loading, pre, replace, section, table, timeEl, unavailable } from "../dom.js";
 
 const OPTION_KEYS = ["priority", "lifo", "maxAttempts", "backoffConfig", "timeout", "ttl", "removeOnComplete",
   "removeOnFail", "uniqueKey", "customId", "groupId", "dependsOn", "tags", "stallCount", "keepLogs"];
 
 export function render(main, { args, subscribe }) {
   const id = args[0];
-  const body = h("div", { "data-testid": "job" }, h("p", { class: "muted" }, "Loading the job…"));
+  const body = loading("job", "Loading the job…");
   main.append(h("nav", { "aria-label": "Breadcrumb", class: "crumbs" }, h("a", { href: "#/overview" }, "Overview"), " / job"), body);
   let alive = true;
 

@@ -1,20 +1,12 @@
 // Every queue's limits (GET /queues/{q}/limits) with the live saturation figures.
 
 import { get, q } from "../api.js";
-import { badge, empty, fmtDuration, fmtNumber, h, replace, section, table, unavailable } from "../dom.js";
+import { badge, empty, fill, fmtDuration, fmtNumber, h, loading, section, table, unavailable } from "../dom.js";
 
 export function render(main) {
-  const box = h("div", { "data-testid": "limits" }, h("p", { class: "muted" }, "Loading…"));
+  const box = loading("limits");
   main.append(h("h1", {}, "Limits"), section("Rate and concurrency limits", "limits-title", box));
-  let alive = true;
-  (async () => {
-    let names;
-    try {
-      ({ queues: names } = await get("/queues"));
-    } catch (err) {
-      if (alive) replace(box, unavailable("Queues", err));
-      return;
-    }
+  return fill(box, "Queues", async () => (await get("/queues")).queues, async (names) => {
     const figures = await get("/figures").then((a) => new Map(a.queues.map((f) => [f.queue, f])), () => new Map());
     const rows = await Promise.all(names.map(async (name) => {
       const f = figures.get(name);
@@ -37,9 +29,7 @@ export function render(main) {
         h("td", { class: "num" }, f ? `${f.workerSlotsBusy}/${f.workerSlots}` : "—"),
         h("td", { class: "num", "data-testid": "rate-throttled" }, f ? fmtNumber(f.rateThrottled ?? 0) : "—"));
     }));
-    if (!alive) return;
-    replace(box, names.length ? table("Limits per queue", ["Queue", "Rate limit", "Expires in", "Concurrency limit", "At the limit", "Active", "Worker slots busy", "Claims throttled"], rows)
-      : empty("No queue yet."));
-  })();
-  return () => { alive = false; };
+    return names.length ? table("Limits per queue", ["Queue", "Rate limit", "Expires in", "Concurrency limit", "At the limit", "Active", "Worker slots busy", "Claims throttled"], rows)
+      : empty("No queue yet.");
+  });
 }

@@ -2,9 +2,7 @@
 // event stream) and the cluster (brokers, workers, PostgreSQL's health).
 
 import { get, q } from "../api.js";
-import {
-  badge, empty, fmtBytes, fmtDuration, fmtNumber, h, replace, section, sparkline, table, timeEl, unavailable,
-} from "../dom.js";
+import { badge, empty, fmtBytes, fmtDuration, fmtNumber, h, loading, replace, section, sparkline, table, timeEl, unavailable } from "../dom.js";
 import { liveOf, WINDOW_S } from "./live.js";
 
 const CLUSTER_EVERY_MS = 5000;
@@ -12,8 +10,8 @@ const COUNT_DEBOUNCE_MS = 250;
 const FIGURES_DEBOUNCE_MS = 1000;
 
 export function render(main, { subscribe }) {
-  const queuesBox = h("div", { "data-testid": "queues" }, h("p", { class: "muted" }, "Loading queues…"));
-  const clusterBox = h("div", { "data-testid": "cluster" }, h("p", { class: "muted" }, "Loading the cluster…"));
+  const queuesBox = loading("queues", "Loading queues…");
+  const clusterBox = loading("cluster", "Loading the cluster…");
   main.append(
     h("h1", {}, "Overview"),
     section("Queues", "queues-title", queuesBox),

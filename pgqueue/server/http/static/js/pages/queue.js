@@ -2,9 +2,7 @@
 // id, pause / resume / drain / clean (confirmed), and its limits and cron.
 
 import { get, post, q, qs } from "../api.js";
-import {
-  badge, confirmAction, empty, flash, fmtDuration, fmtNumber, h, replace, section, table, timeEl, unavailable,
-} from "../dom.js";
+import { badge, confirmAction, empty, flash, fmtDuration, fmtNumber, h, loading, replace, section, table, timeEl, unavailable } from "../dom.js";
 
 const STATES = ["waiting", "prioritized", "delayed", "active", "waiting-children", "completed", "failed"];
 const PAGE = 20;
@@ -18,10 +16,10 @@ export function render(main, { args, params, subscribe }) {
   const status = params.get("state") || "waiting";
   const offset = Math.max(0, Number(params.get("offset")) || 0);
   const head = h("div", { class: "head-row" });
-  const summary = h("div", { "data-testid": "queue-summary" }, h("p", { class: "muted" }, "Loading…"));
-  const jobsBox = h("div", { "data-testid": "jobs" }, h("p", { class: "muted" }, "Loading jobs…"));
-  const limitsBox = h("div", { "data-testid": "queue-limits" }, h("p", { class: "muted" }, "Loading…"));
-  const cronBox = h("div", { "data-testid": "queue-cron" }, h("p", { class: "muted" }, "Loading…"));
+  const summary = loading("queue-summary");
+  const jobsBox = loading("jobs", "Loading jobs…");
+  const limitsBox = loading("queue-limits");
+  const cronBox = loading("queue-cron");
   const searchInput = h("input", { id: "job-search", type: "search", placeholder: "job id or custom id", autocomplete: "off" });
   const searchResult = h("div", { role: "status", "aria-live": "polite" });
   const search = h("form", { class: "search", role: "search", onsubmit: (e) => { e.preventDefault(); find(searchInput.value.trim()); } },

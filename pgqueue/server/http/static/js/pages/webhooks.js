@@ -1,10 +1,10 @@
 // Webhooks and each one's delivery log.
 
 import { get, put, q } from "../api.js";
-import { badge, empty, flash, h, replace, section, table, timeEl, unavailable } from "../dom.js";
+import { badge, empty, flash, h, loading, replace, section, table, timeEl, unavailable } from "../dom.js";
 
 export function render(main, { params }) {
-  const box = h("div", { "data-testid": "webhooks" }, h("p", { class: "muted" }, "Loading…"));
+  const box = loading("webhooks");
   const log = h("div", { "data-testid": "deliveries" });
   main.append(h("h1", {}, "Webhooks"), section("Webhooks", "webhooks-title", box), log);
   let alive = true;
