@@ -708,9 +708,6 @@ ALTER TABLE ONLY public.pgqueue_dlq_audit
 ALTER TABLE ONLY public.pgqueue_event_prune_marks
     ADD CONSTRAINT pgqueue_event_prune_marks_pkey PRIMARY KEY (namespace, queue);
 
-ALTER TABLE ONLY public.pgqueue_events
-    ADD CONSTRAINT pgqueue_events_pkey PRIMARY KEY (id);
-
 ALTER TABLE ONLY public.pgqueue_finished
     ADD CONSTRAINT pgqueue_finished_pkey PRIMARY KEY (namespace, id);
 
@@ -838,7 +835,7 @@ CREATE INDEX pgqueue_dlq_reason_idx ON public.pgqueue_dlq USING btree (namespace
 
 CREATE INDEX pgqueue_events_cursor_idx ON public.pgqueue_events USING btree (namespace, xid, id);
 
-CREATE INDEX pgqueue_events_job_idx ON public.pgqueue_events USING btree (namespace, job_id, id);
+CREATE INDEX pgqueue_events_job_idx ON public.pgqueue_events USING hash (job_id);
 
 CREATE INDEX pgqueue_finished_keep_idx ON public.pgqueue_finished USING btree (namespace, queue, state) WHERE ((NOT removed) AND ((opts ? 'keep_completed'::text) OR (opts ? 'keep_failed'::text)));
 

@@ -13,7 +13,9 @@ Statements are counted in the client (every ``fetch``/``fetchrow``/``fetchval``/
 ``execute`` of the asyncpg driver, by query name); WAL bytes from
 ``pg_current_wal_lsn()`` (cluster-wide: other databases' writes count too, so the figure
 is an upper bound on a shared server);
-rows from ``pg_stat_user_tables``; NOTIFYs by a LISTEN connection on ``pgqueue_events``;
+the database's size growth per job once every job is finished (after a CHECKPOINT, no
+autovacuum in between); rows from ``pg_stat_user_tables``; NOTIFYs by a LISTEN
+connection on ``pgqueue_events``;
 Python CPU from ``time.process_time()``.  Rewrites the "cost per job" section of
 docs/benchmarks.md (unless ``--no-write``).
 
@@ -96,6 +98,14 @@ def _settled(dsn: str, previous: dict[str, Any] | None) -> dict[str, Any]:
     return snap
 
 
+def _database_bytes(dsn: str) -> int:
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute("CHECKPOINT")
+        row = conn.execute("SELECT pg_database_size(current_database())").fetchone()
+    assert row is not None
+    return int(row[0])
+
+
 def _wal_bytes(dsn: str, a: str, b: str) -> int:
     with psycopg.connect(dsn, autocommit=True) as conn:
         return int(conn.execute("SELECT pg_wal_lsn_diff(%s, %s)", (b, a)).fetchone()[0])  # type: ignore[index]
@@ -138,8 +148,12 @@ async def _phase(dsn: str, name: str, jobs: int, body: Any) -> dict[str, Any]:
     }
 
 
-async def measure(dsn: str, jobs: int, chunk: int, batch: int) -> list[dict[str, Any]]:
+async def measure(
+    dsn: str, jobs: int, chunk: int, batch: int
+) -> tuple[list[dict[str, Any]], float]:
+    """The phases' figures, and the database's growth per job once all are finished."""
     results = []
+    empty = await asyncio.to_thread(_database_bytes, dsn)
 
     async def single(m: PostgresQueueManager) -> None:
         for i in range(jobs):
@@ -164,7 +178,8 @@ async def measure(dsn: str, jobs: int, chunk: int, batch: int) -> list[dict[str,
     results.append(await _phase(dsn, "push single", jobs, single))
     results.append(await _phase(dsn, "push bulk", jobs, bulk))
     results.append(await _phase(dsn, "claim + ack", 2 * jobs, drain))
-    return results
+    grown = await asyncio.to_thread(_database_bytes, dsn) - empty
+    return results, grown / (2 * jobs)
 
 
 def _rows_text(rows: dict[str, list[int]], jobs: int) -> str:
@@ -209,8 +224,11 @@ def main() -> None:
     logging.basicConfig(level=logging.WARNING)
     _count_statements()
     with scratch_database(args.dsn, "pgq_cost") as dsn:
-        results = asyncio.run(measure(dsn, args.jobs, args.chunk, args.batch))
-    text = table(results)
+        results, disk = asyncio.run(measure(dsn, args.jobs, args.chunk, args.batch))
+    text = table(results) + (
+        f"\n\nDatabase size growth once all {2 * args.jobs:,} jobs are finished (after a "
+        f"CHECKPOINT; no autovacuum ran, nothing pruned): {disk:,.0f} bytes per job."
+    )
     print(text)
     if args.verbose:
         for r in results:

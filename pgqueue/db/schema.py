@@ -53,6 +53,7 @@ KNOWN_REVISIONS = (
     "0020",
     "0018",
     "0019",
+    "0023",
 )
 SCHEMA_VERSION = KNOWN_REVISIONS[-1]
 # The first revision that declares, in ``pgqueue_schema_compat``, the oldest pgqueue

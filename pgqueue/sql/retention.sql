@@ -150,11 +150,12 @@ WITH
     FROM window_ w WHERE w.recent
     ORDER BY w.queue, w.xid, w.id
 ), doomed AS (
-    SELECT w.id FROM window_ w
+    SELECT w.xid, w.id FROM window_ w
     LEFT JOIN first_recent f ON f.queue = w.queue
     WHERE NOT w.recent AND (f.queue IS NULL OR (w.xid, w.id) < (f.xid, f.id))
-), gone AS (
-    DELETE FROM pgqueue_events e USING doomed d WHERE e.id = d.id
+), gone AS (  -- found through the cursor index (the id has no index of its own)
+    DELETE FROM pgqueue_events e USING doomed d
+    WHERE e.namespace = :namespace AND e.xid = d.xid AND e.id = d.id
     RETURNING e.id, e.xid, e.queue
 ), marked AS (
     INSERT INTO pgqueue_event_prune_marks AS m (namespace, queue, xid)
@@ -180,13 +181,14 @@ WITH
     OFFSET greatest(:keep::int - 1, 0)
     LIMIT 1
 ), doomed AS (
-    SELECT e.id FROM pgqueue_events e CROSS JOIN bound b
+    SELECT e.xid, e.id FROM pgqueue_events e CROSS JOIN bound b
     WHERE e.namespace = :namespace AND e.queue = :queue AND e.xid < b.xid
       AND (:keep::int = 0 OR EXISTS (SELECT 1 FROM kept k WHERE (e.xid, e.id) < (k.xid, k.id)))
     ORDER BY e.xid, e.id
     LIMIT :limit
-), gone AS (
-    DELETE FROM pgqueue_events e USING doomed d WHERE e.id = d.id
+), gone AS (  -- found through the cursor index (the id has no index of its own)
+    DELETE FROM pgqueue_events e USING doomed d
+    WHERE e.namespace = :namespace AND e.xid = d.xid AND e.id = d.id
     RETURNING e.id, e.xid
 ), marked AS (
     INSERT INTO pgqueue_event_prune_marks AS m (namespace, queue, xid)
