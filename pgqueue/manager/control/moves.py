@@ -49,9 +49,8 @@ async def _leased_move(
     fence = parse_fence(token)
     if fence is None:
         return False
-    row = await ctx.db.fetchrow(
+    row = await ctx.scoped.fetchrow(
         Q.job_leased_move,
-        namespace=ctx.namespace,
         job_id=job_id,
         token=token,
         fence=fence,
@@ -78,12 +77,7 @@ async def move_to_delayed(
     delay = check_int(delay_ms, "delay", 0, MAX_DELAY_MS)
     if token is None:
         ctx.session.check()
-        if (
-            await ctx.db.fetchrow(
-                Q.job_change_delay, namespace=ctx.namespace, job_id=job_id, delay=delay
-            )
-            is not None
-        ):
+        if await ctx.scoped.fetchrow(Q.job_change_delay, job_id=job_id, delay=delay) is not None:
             return
         await explain_miss(ctx, job_id, None)  # not found, or not active
         raise _token_required(job_id)  # active: the worker's move
@@ -112,12 +106,7 @@ async def change_delay(
         await move_to_delayed(ctx, job_id, delay, token)
         return
     ctx.session.check()
-    if (
-        await ctx.db.fetchrow(
-            Q.job_change_delay, namespace=ctx.namespace, job_id=job_id, delay=delay
-        )
-        is not None
-    ):
+    if await ctx.scoped.fetchrow(Q.job_change_delay, job_id=job_id, delay=delay) is not None:
         return
     found = await probe(ctx, job_id)
     if found is None:
@@ -158,10 +147,7 @@ async def move_to_wait(ctx: EngineContext, job_id: str, token: str | None = None
         if state in ("waiting", "prioritized"):
             return
         if state == "delayed":
-            if (
-                await ctx.db.fetchrow(Q.job_promote, namespace=ctx.namespace, job_id=job_id)
-                is not None
-            ):
+            if await ctx.scoped.fetchrow(Q.job_promote, job_id=job_id) is not None:
                 return
             continue  # it changed meanwhile: look again
         if state == "failed":

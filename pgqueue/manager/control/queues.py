@@ -71,7 +71,7 @@ _Cursor = tuple[datetime | None, str | None]
 async def _set_paused(ctx: EngineContext, queue: str, paused: bool) -> None:
     validate_queue_name(queue)
     ctx.session.check()
-    await ctx.db.fetchrow(Q.queue_set_paused, namespace=ctx.namespace, queue=queue, paused=paused)
+    await ctx.scoped.fetchrow(Q.queue_set_paused, queue=queue, paused=paused)
 
 
 async def pause(ctx: EngineContext, queue: str) -> None:
@@ -85,17 +85,13 @@ async def resume(ctx: EngineContext, queue: str) -> None:
 
 async def is_paused(ctx: EngineContext, queue: str) -> bool:
     validate_queue_name(queue)
-    return bool(await ctx.db.fetchval(Q.queue_is_paused, namespace=ctx.namespace, queue=queue))
+    return bool(await ctx.scoped.fetchval(Q.queue_is_paused, queue=queue))
 
 
 async def _summary(tx: Executor, ctx: EngineContext, bulk: _Bulk, count: int) -> None:
     payload = orjson.dumps({"count": count, **bulk.extra}).decode()
-    await tx.fetch(
-        Q.queue_event_insert,
-        namespace=ctx.namespace,
-        queue=bulk.queue,
-        summary=bulk.summary,
-        payload=payload,
+    await ctx.scope(tx).fetch(
+        Q.queue_event_insert, queue=bulk.queue, summary=bulk.summary, payload=payload
     )
 
 
@@ -121,9 +117,8 @@ async def _pending_page(
     done_before: int,
 ) -> tuple[list[Row], list[str]]:
     """Lock one page of pending jobs, delete it, and on the last page write the summary."""
-    locked = await tx.fetch(
+    locked = await ctx.scope(tx).fetch(
         Q.job_lock_pending_page,
-        namespace=ctx.namespace,
         queue=bulk.queue,
         states=states,
         grace_ms=grace_ms,
@@ -133,9 +128,8 @@ async def _pending_page(
     )
     deleted: list[str] = []
     if locked:
-        rows = await tx.fetch(
+        rows = await ctx.scope(tx).fetch(
             Q.job_delete_many,
-            namespace=ctx.namespace,
             ids=[row["id"] for row in locked],
             fences=[row["fence"] for row in locked],
             expected_states=["pending"] * len(locked),
@@ -217,9 +211,8 @@ async def _finished_page(
     page: int,
     done_before: int,
 ) -> list[str]:
-    rows = await tx.fetch(
+    rows = await ctx.scope(tx).fetch(
         Q.job_finished_delete_page,
-        namespace=ctx.namespace,
         queue=bulk.queue,
         state=state,
         grace_ms=grace_ms,
@@ -265,10 +258,9 @@ async def obliterate(ctx: EngineContext, queue: str, force: bool = False) -> int
     validate_queue_name(queue)
     check_bool(force, "force")
     ctx.session.check()
-    ns = ctx.namespace
 
     async def begin(tx: Executor) -> None:
-        row = await tx.fetchrow(Q.queue_obliterate_begin, namespace=ns, queue=queue)
+        row = await ctx.scope(tx).fetchrow(Q.queue_obliterate_begin, queue=queue)
         active = int(row["active"]) if row is not None else 0
         if active and not force:
             raise InvalidState(
@@ -279,7 +271,7 @@ async def obliterate(ctx: EngineContext, queue: str, force: bool = False) -> int
     await in_transaction(ctx.db, begin)
 
     async def page(tx: Executor, query: Query, params: dict[str, Any]) -> int:
-        rows = await tx.fetch(query, namespace=ns, queue=queue, limit=BATCH_SIZE, **params)
+        rows = await ctx.scope(tx).fetch(query, queue=queue, limit=BATCH_SIZE, **params)
         await settle_lost_dependencies(tx, ctx, rows, queue=queue, why="was obliterated")
         return len(rows)
 
@@ -293,11 +285,8 @@ async def obliterate(ctx: EngineContext, queue: str, force: bool = False) -> int
             total += deleted
             if deleted < BATCH_SIZE:
                 break
-    await ctx.db.fetch(
-        Q.queue_obliterate_finish,
-        namespace=ns,
-        queue=queue,
-        payload=orjson.dumps({"count": total}).decode(),
+    await ctx.scoped.fetch(
+        Q.queue_obliterate_finish, queue=queue, payload=orjson.dumps({"count": total}).decode()
     )
     return total
 
@@ -334,9 +323,8 @@ async def retry_completed(
     cursor: _Cursor = (None, None)
     while total < limit:
         page = min(BATCH_SIZE, limit - total)
-        row = await ctx.db.fetchrow(
+        row = await ctx.scoped.fetchrow(
             Q.job_retry_completed,
-            namespace=ctx.namespace,
             queue=queue,
             job_id=job_id,
             before=before,

@@ -82,9 +82,8 @@ async def add_webhook(
 
     async def body(tx: Executor) -> Webhook:
         await _lock_cursor(tx, ctx.namespace)
-        row = await tx.fetchrow(
+        row = await ctx.scope(tx).fetchrow(
             Q.webhook_insert,
-            namespace=ctx.namespace,
             webhook_id=webhook_id,
             url=target.url,
             wanted=wanted,
@@ -105,11 +104,8 @@ async def set_webhook_enabled(ctx: EngineContext, webhook_id: str, enabled: bool
     async def body(tx: Executor) -> bool:
         await _lock_cursor(tx, ctx.namespace)
         return (
-            await tx.fetchrow(
-                Q.webhook_set_enabled,
-                namespace=ctx.namespace,
-                webhook_id=webhook_id,
-                enabled=enabled,
+            await ctx.scope(tx).fetchrow(
+                Q.webhook_set_enabled, webhook_id=webhook_id, enabled=enabled
             )
             is not None
         )
@@ -120,7 +116,7 @@ async def set_webhook_enabled(ctx: EngineContext, webhook_id: str, enabled: bool
 async def remove_webhook(ctx: EngineContext, webhook_id: str) -> bool:
     """Remove a webhook with its queued deliveries and log; False when unknown."""
     webhook_id = _webhook_id(webhook_id, "webhookId")
-    row = await ctx.db.fetchrow(Q.webhook_delete, namespace=ctx.namespace, webhook_id=webhook_id)
+    row = await ctx.scoped.fetchrow(Q.webhook_delete, webhook_id=webhook_id)
     return row is not None
 
 
@@ -129,7 +125,7 @@ async def list_webhooks(
 ) -> tuple[list[Webhook], WebhookStats]:
     """Webhooks in registration order, with totals and delivery counts."""
     limit = check_int(limit, "limit", 1, MAX_LISTED_WEBHOOKS)
-    rows = await ctx.db.fetch(Q.webhook_list, namespace=ctx.namespace, limit=limit)
+    rows = await ctx.scoped.fetch(Q.webhook_list, limit=limit)
     webhooks = [Webhook.from_row(row) for row in rows]
     return webhooks, WebhookStats.of(webhooks)
 
@@ -146,16 +142,10 @@ async def list_deliveries(
             f"status must be one of {', '.join(DELIVERY_STATUSES)}", field="status"
         )
     limit = check_int(limit, "limit", 1, MAX_LISTED_DELIVERIES)
-    rows = await ctx.db.fetch(
-        Q.webhook_delivery_list,
-        namespace=ctx.namespace,
-        webhook_id=webhook_id,
-        status=status,
-        limit=limit,
+    rows = await ctx.scoped.fetch(
+        Q.webhook_delivery_list, webhook_id=webhook_id, status=status, limit=limit
     )
-    if not rows and not await ctx.db.fetchval(
-        Q.webhook_exists, namespace=ctx.namespace, webhook_id=webhook_id
-    ):
+    if not rows and not await ctx.scoped.fetchval(Q.webhook_exists, webhook_id=webhook_id):
         raise ValidationError("Webhook not found", field="webhookId")
     return [WebhookDelivery.from_row(row) for row in rows]
 
