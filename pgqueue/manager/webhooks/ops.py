@@ -29,7 +29,7 @@ from pgqueue.errors import ValidationError
 from pgqueue.ids import uuid7
 from pgqueue.manager.arguments import check_bool, check_int, check_text
 from pgqueue.manager.base import ManagerBase
-from pgqueue.manager.context import EngineContext
+from pgqueue.manager.context import EngineContext, InNamespace
 from pgqueue.manager.forwarding import forward
 from pgqueue.manager.webhooks.models import Webhook, WebhookDelivery, WebhookStats
 from pgqueue.manager.webhooks.policy import (
@@ -60,10 +60,10 @@ def _webhook_id(value: Any, field: str) -> str:
     return check_text(value, field, 256, allow_empty=False)
 
 
-async def _lock_cursor(tx: Executor, namespace: str) -> None:
+async def _lock_cursor(db: InNamespace) -> None:
     """Serialise with the fan-out: it may skip events only while no webhook is enabled."""
-    await tx.execute(Q.webhook_cursor_ensure, namespace=namespace)
-    await tx.fetchrow(Q.webhook_cursor_lock, namespace=namespace)
+    await db.execute(Q.webhook_cursor_ensure)
+    await db.fetchrow(Q.webhook_cursor_lock)
 
 
 async def add_webhook(
@@ -81,8 +81,9 @@ async def add_webhook(
     webhook_id = uuid7()
 
     async def body(tx: Executor) -> Webhook:
-        await _lock_cursor(tx, ctx.namespace)
-        row = await ctx.scope(tx).fetchrow(
+        db = ctx.scope(tx)
+        await _lock_cursor(db)
+        row = await db.fetchrow(
             Q.webhook_insert,
             webhook_id=webhook_id,
             url=target.url,
@@ -102,13 +103,10 @@ async def set_webhook_enabled(ctx: EngineContext, webhook_id: str, enabled: bool
     enabled = check_bool(enabled, "enabled")
 
     async def body(tx: Executor) -> bool:
-        await _lock_cursor(tx, ctx.namespace)
-        return (
-            await ctx.scope(tx).fetchrow(
-                Q.webhook_set_enabled, webhook_id=webhook_id, enabled=enabled
-            )
-            is not None
-        )
+        db = ctx.scope(tx)
+        await _lock_cursor(db)
+        row = await db.fetchrow(Q.webhook_set_enabled, webhook_id=webhook_id, enabled=enabled)
+        return row is not None
 
     return await in_transaction(ctx.db, body)
 
