@@ -103,13 +103,8 @@ async def trim_queue_events(
     never past the commit-safe horizon); returns how many went."""
     removed = 0
     while True:
-        rows = await ctx.db.fetch(
-            Q.event_trim_queue_returning,
-            namespace=ctx.namespace,
-            queue=queue,
-            keep=keep,
-            limit=BATCH,
-            horizon=horizon,
+        rows = await ctx.scoped.fetch(
+            Q.event_trim_queue_returning, queue=queue, keep=keep, limit=BATCH, horizon=horizon
         )
         removed += len(rows)
         if len(rows) < BATCH:

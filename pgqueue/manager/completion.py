@@ -160,9 +160,8 @@ async def _finish(
 ) -> list[Row]:
     """Run ``job_finish_many`` for ``rows`` and hint its events: after the commit when
     ``ex`` is ``ctx.db`` (``autocommit``), else inside ``ex``'s transaction."""
-    done = await ex.fetch(
+    done = await ctx.scope(ex).fetch(
         Q.job_finish_many,
-        namespace=ctx.namespace,
         broker_id=ctx.broker_id,
         session_id=ctx.session_id,
         skip_with_dependents=skip_with_dependents,
@@ -180,9 +179,8 @@ async def _finish(
 
 
 async def _probe(ctx: EngineContext, ex: Executor, ids: list[str], tokens: list[str]) -> list[Row]:
-    return await ex.fetch(
+    return await ctx.scope(ex).fetch(
         Q.job_outcome_probe,
-        namespace=ctx.namespace,
         ids=ids,
         tokens=tokens,
         broker_id=ctx.broker_id,
@@ -281,7 +279,7 @@ async def _complete_with_dependents_in(
 async def release_dependents(ex: Executor, ctx: EngineContext, job_ids: Sequence[str]) -> None:
     """Jobs ``job_ids`` completed (or count as resolved): release what waited on them."""
     if job_ids:
-        await ex.fetch(Q.dependency_resolve, namespace=ctx.namespace, job_ids=list(job_ids))
+        await ctx.scope(ex).fetch(Q.dependency_resolve, job_ids=list(job_ids))
 
 
 def _stack(stacktrace: Sequence[str] | None, keep: int) -> list[str] | None:
@@ -331,9 +329,8 @@ async def _record_failures_in(
 ) -> list[ItemOutcome | None]:
     """Lock the failed jobs whose lease holds, then retry or dead-letter each;
     None for an item whose job was not locked."""
-    rows = await tx.fetch(
+    rows = await ctx.scope(tx).fetch(
         Q.job_lock_for_failure,
-        namespace=ctx.namespace,
         ids=[item.job_id for item in items],
         tokens=[item.token for item in items],
         broker_id=ctx.broker_id,
@@ -403,9 +400,7 @@ async def _record_failures_in(
 
 async def requeue(ex: Executor, ctx: EngineContext, rows: Sequence[RequeueRow]) -> list[Row]:
     """Run ``job_requeue_many`` for ``rows``."""
-    return await ex.fetch(
-        Q.job_requeue_many, namespace=ctx.namespace, **column_arrays(RequeueRow, rows)
-    )
+    return await ctx.scope(ex).fetch(Q.job_requeue_many, **column_arrays(RequeueRow, rows))
 
 
 async def dead_letter_locked(
@@ -444,13 +439,11 @@ async def _propagate_failures(ex: Executor, ctx: EngineContext, rows: Sequence[R
             error = row["error"] or row["failed_reason"] or "unknown error"
             failing.setdefault(parent, f"Child job {row['id']} failed: {error}")
     if continued:
-        await ex.fetch(Q.flow_parents_continue, namespace=ctx.namespace, continued=continued)
+        await ctx.scope(ex).fetch(Q.flow_parents_continue, continued=continued)
     if go_on:
         await release_dependents(ex, ctx, go_on)
     if failing:
-        locked = await ex.fetch(
-            Q.job_lock_waiting_parents, namespace=ctx.namespace, failing=list(failing)
-        )
+        locked = await ctx.scope(ex).fetch(Q.job_lock_waiting_parents, failing=list(failing))
         await dead_letter_locked(
             ex,
             ctx,

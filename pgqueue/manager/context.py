@@ -3,16 +3,44 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from pgqueue.config import Config
-from pgqueue.db.executor import Database
+from pgqueue.db.executor import Database, Executor, Row
+from pgqueue.db.queries import Query
 
 if TYPE_CHECKING:
     from pgqueue.manager.notifier import Notifier
     from pgqueue.manager.sessions import BrokerSession
 
-__all__ = ["EngineContext"]
+__all__ = ["EngineContext", "InNamespace"]
+
+
+class InNamespace:
+    """An executor bound to one namespace: it passes ``namespace=`` to every
+    statement, so a call names only what differs.
+
+        rows = await ctx.scoped.fetch(Q.dlq_list, queue=queue, offset=offset)
+        row = await ctx.scope(tx).fetchrow(Q.scheduler_lock, name=name)
+    """
+
+    __slots__ = ("_executor", "namespace")
+
+    def __init__(self, executor: Executor, namespace: str) -> None:
+        self._executor = executor
+        self.namespace = namespace
+
+    async def fetch(self, query: Query, /, **params: Any) -> list[Row]:
+        return await self._executor.fetch(query, namespace=self.namespace, **params)
+
+    async def fetchrow(self, query: Query, /, **params: Any) -> Row | None:
+        return await self._executor.fetchrow(query, namespace=self.namespace, **params)
+
+    async def fetchval(self, query: Query, /, **params: Any) -> Any:
+        return await self._executor.fetchval(query, namespace=self.namespace, **params)
+
+    async def execute(self, query: Query, /, **params: Any) -> None:
+        await self._executor.execute(query, namespace=self.namespace, **params)
 
 
 @dataclass(slots=True)
@@ -33,6 +61,15 @@ class EngineContext:
     @property
     def namespace(self) -> str:
         return self.config.namespace
+
+    @property
+    def scoped(self) -> InNamespace:
+        """The pool, in this namespace (autocommit statements)."""
+        return InNamespace(self.db, self.config.namespace)
+
+    def scope(self, tx: Executor) -> InNamespace:
+        """``tx`` (a transaction's executor), in this namespace."""
+        return InNamespace(tx, self.config.namespace)
 
     @property
     def broker_id(self) -> str:

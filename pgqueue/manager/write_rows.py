@@ -4,14 +4,15 @@ statement's aligned column arrays in one place.
 ``job_finish_many`` (completed or failed, out of the hot table) takes
 :class:`FinishRow`; ``job_requeue_many`` (back to pending: retry, stall,
 release) takes :class:`RequeueRow`.  A record's field names are the query's
-parameter names, and its JSON fields are encoded here (an empty list or dict is
-stored as NULL), so no caller counts tuple slots or spells ``orjson.dumps``.
+parameter names, and a JSON field says so once, in its declaration (``_JSON``:
+an empty list or dict is stored as NULL; ``_JSON_ALWAYS``), so no caller
+counts tuple slots or spells ``orjson.dumps``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass, fields
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, fields
 from typing import Any, Literal
 
 import orjson
@@ -24,6 +25,15 @@ __all__ = ["FinishRow", "RequeueRow", "column_arrays"]
 def _json(value: Any) -> str | None:
     """A JSON column value: NULL for nothing (None, an empty list or dict)."""
     return orjson.dumps(value).decode() if value else None
+
+
+def _json_always(value: Any) -> str:
+    return orjson.dumps(value).decode()
+
+
+# Field metadata: how a field's value becomes its column's (no metadata: as it is).
+_JSON: Mapping[str, Callable[[Any], Any]] = {"encode": _json}
+_JSON_ALWAYS: Mapping[str, Callable[[Any], Any]] = {"encode": _json_always}
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,28 +49,12 @@ class FinishRow:
     result: str | None = None  # the encoded result of a completion
     failed_reason: FailureReason | None = None
     error: str | None = None
-    stacktrace: list[str] | None = None
-    attempt_entry: dict[str, Any] | None = None
+    stacktrace: list[str] | None = field(default=None, metadata=_JSON)
+    attempt_entry: dict[str, Any] | None = field(default=None, metadata=_JSON)
     attempts_inc: int = 0
     remove: bool | None = None  # None: the job's own remove-on-complete / -fail option
-    keep: dict[str, Any] | None = None  # an ACK's count / {age, count}: kept in opts
-
-    def column_values(self) -> tuple[Any, ...]:
-        return (
-            self.id,
-            self.token,
-            self.fence,
-            self.expected_state,
-            self.outcome,
-            self.result,
-            self.failed_reason,
-            self.error,
-            _json(self.stacktrace),
-            _json(self.attempt_entry),
-            self.attempts_inc,
-            self.remove,
-            _json(self.keep),
-        )
+    # an ACK's count / {age, count}: kept in opts
+    keep: dict[str, Any] | None = field(default=None, metadata=_JSON)
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,39 +66,23 @@ class RequeueRow:
     fence: int | None
     expected_state: str
     event_type: str
-    event_payload: dict[str, Any]
+    event_payload: dict[str, Any] = field(metadata=_JSON_ALWAYS)
     delay_ms: int = 0
     attempts_inc: int = 0
     stall_inc: int = 0
     error: str | None = None
-    stacktrace: list[str] | None = None
-    attempt_entry: dict[str, Any] | None = None
+    stacktrace: list[str] | None = field(default=None, metadata=_JSON)
+    attempt_entry: dict[str, Any] | None = field(default=None, metadata=_JSON)
     token: str | None = None  # given: also a compare-and-set on the token and its lease
-
-    def column_values(self) -> tuple[Any, ...]:
-        return (
-            self.id,
-            self.fence,
-            self.expected_state,
-            self.event_type,
-            orjson.dumps(self.event_payload).decode(),
-            self.delay_ms,
-            self.attempts_inc,
-            self.stall_inc,
-            self.error,
-            _json(self.stacktrace),
-            _json(self.attempt_entry),
-            self.token,
-        )
 
 
 def column_arrays(
     kind: type[FinishRow] | type[RequeueRow], rows: Sequence[FinishRow] | Sequence[RequeueRow]
 ) -> dict[str, list[Any]]:
     """The aligned arrays of ``rows``, by parameter name (the records' field names)."""
-    names = [f.name for f in fields(kind)]
-    columns: list[list[Any]] = [[] for _ in names]
-    for row in rows:
-        for column, value in zip(columns, row.column_values(), strict=True):
-            column.append(value)
-    return dict(zip(names, columns, strict=True))
+    columns: dict[str, list[Any]] = {}
+    for column in fields(kind):
+        values = [getattr(row, column.name) for row in rows]
+        encode = column.metadata.get("encode")
+        columns[column.name] = values if encode is None else [encode(v) for v in values]
+    return columns

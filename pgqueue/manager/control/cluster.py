@@ -23,9 +23,8 @@ async def list_brokers(ctx: EngineContext) -> list[dict[str, Any]]:
     """``[{brokerId, sessionId, hostname, pid, startedAt, heartbeatAt, silentMs, live,
     draining, drainingSince, leader, self, status}]`` ordered by broker id (times in
     ms); ``status`` is what the broker last reported of itself (``report_status``)."""
-    rows = await ctx.db.fetch(
+    rows = await ctx.scoped.fetch(
         Q.broker_overview,
-        namespace=ctx.namespace,
         session_stale_ms=ctx.config.session_stale_ms,
         maintenance_seat=MAINTENANCE_SEAT,
     )
@@ -54,11 +53,8 @@ async def report_status(ctx: EngineContext, status: dict[str, Any]) -> None:
     claims a full rate window held back here (``rateThrottled``, by queue), which
     the other brokers add to their throttle figure."""
     document = {**status, "rateThrottled": dict(ctx.rate_throttled)}
-    await ctx.db.execute(
-        Q.broker_status_report,
-        namespace=ctx.namespace,
-        session_id=ctx.session_id,
-        status=jsontext.dumps(document),
+    await ctx.scoped.execute(
+        Q.broker_status_report, session_id=ctx.session_id, status=jsontext.dumps(document)
     )
 
 
@@ -69,9 +65,6 @@ async def rate_throttled(ctx: EngineContext) -> dict[str, int]:
 
 async def mark_draining(ctx: EngineContext) -> None:
     """Record that this session began to drain."""
-    await ctx.db.execute(
-        Q.session_mark_draining,
-        namespace=ctx.namespace,
-        broker_id=ctx.broker_id,
-        session_id=ctx.session_id,
+    await ctx.scoped.execute(
+        Q.session_mark_draining, broker_id=ctx.broker_id, session_id=ctx.session_id
     )

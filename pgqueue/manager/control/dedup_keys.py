@@ -24,9 +24,7 @@ async def deduplication_job_id(
     database clock; tests move time with it); None when nobody does."""
     validate_queue_name(queue)
     validate_job_id(key, "deduplicationId")
-    row = await ctx.db.fetchrow(
-        Q.job_unique_key_owner, namespace=ctx.namespace, queue=queue, key=key, now=now
-    )
+    row = await ctx.scoped.fetchrow(Q.job_unique_key_owner, queue=queue, key=key, now=now)
     return None if row is None else str(row["id"])
 
 
@@ -35,7 +33,7 @@ async def remove_deduplication_key(ctx: EngineContext, queue: str, key: str) -> 
     validate_queue_name(queue)
     validate_job_id(key, "deduplicationId")
     ctx.session.check()
-    rows = await ctx.db.fetch(Q.job_unique_key_clear, namespace=ctx.namespace, queue=queue, key=key)
+    rows = await ctx.scoped.fetch(Q.job_unique_key_clear, queue=queue, key=key)
     return len(rows)
 
 
@@ -43,7 +41,4 @@ async def remove_job_deduplication_key(ctx: EngineContext, job_id: str) -> bool:
     """Free the key that live job ``job_id`` holds; False when it holds none."""
     validate_job_id(job_id, "id")
     ctx.session.check()
-    return (
-        await ctx.db.fetchrow(Q.job_unique_key_clear_by_id, namespace=ctx.namespace, job_id=job_id)
-        is not None
-    )
+    return await ctx.scoped.fetchrow(Q.job_unique_key_clear_by_id, job_id=job_id) is not None

@@ -59,21 +59,17 @@ async def alert_figures(
     names = sorted(set(queues)) if queues is not None else await listings.list_queues(ctx)
     if not names:
         return []
-    ns = ctx.namespace
-    rows = await ctx.db.fetch(Q.queue_alert_figures, namespace=ns, queues=names)
+    rows = await ctx.scoped.fetch(Q.queue_alert_figures, queues=names)
     dlq: dict[str, dict[str, int]] = {}
-    for entry in await ctx.db.fetch(Q.dlq_size_by_reason, namespace=ns):
+    for entry in await ctx.scoped.fetch(Q.dlq_size_by_reason):
         dlq.setdefault(entry["queue"], {})[entry["reason"]] = int(entry["entries"])
     slots = {
         s["queue"]: s
-        for s in await ctx.db.fetch(
-            Q.worker_slots, namespace=ns, worker_stale_ms=ctx.config.worker_stale_ms
-        )
+        for s in await ctx.scoped.fetch(Q.worker_slots, worker_stale_ms=ctx.config.worker_stale_ms)
     }
     throttled = dict(ctx.rate_throttled)
-    for other in await ctx.db.fetch(
+    for other in await ctx.scoped.fetch(
         Q.broker_rate_throttled,
-        namespace=ns,
         session_id=ctx.session_id,
         session_stale_ms=ctx.config.session_stale_ms,
     ):
@@ -155,7 +151,7 @@ async def job_inspect(ctx: EngineContext, job_id: str) -> dict[str, Any]:
     [{type, at, payload}]}``: who holds a live job's lease, and the job's state
     changes still kept in the outbox (oldest first; retention trims them)."""
     validate_job_id(job_id)
-    row = await ctx.db.fetchrow(Q.job_lease_holder, namespace=ctx.namespace, job_id=job_id)
+    row = await ctx.scoped.fetchrow(Q.job_lease_holder, job_id=job_id)
     lease = None
     if row is not None:
         lease = {
@@ -168,8 +164,6 @@ async def job_inspect(ctx: EngineContext, job_id: str) -> dict[str, Any]:
         }
     timeline = [
         {"type": e["type"], "at": e["at"], "payload": jsontext.loads(e["payload"] or "null")}
-        for e in await ctx.db.fetch(
-            Q.job_timeline, namespace=ctx.namespace, job_id=job_id, limit=TIMELINE_LIMIT
-        )
+        for e in await ctx.scoped.fetch(Q.job_timeline, job_id=job_id, limit=TIMELINE_LIMIT)
     ]
     return {"lease": lease, "timeline": timeline}

@@ -19,7 +19,7 @@ from pgqueue.db.queries import Q
 from pgqueue.db.retry import in_transaction
 from pgqueue.errors import JobNotFound
 from pgqueue.manager import reads
-from pgqueue.manager.context import EngineContext
+from pgqueue.manager.context import EngineContext, InNamespace
 from pgqueue.vocabulary.names import validate_job_id
 
 __all__ = ["remove_child_dependency", "remove_unprocessed_children"]
@@ -37,21 +37,19 @@ async def remove_child_dependency(ctx: EngineContext, child_id: str) -> bool:
     """
     validate_job_id(child_id, "id")
     ctx.session.check()
-    ns = ctx.namespace
 
     async def body(tx: Executor) -> bool | None:
-        child = await tx.fetchrow(Q.flow_child_lock, namespace=ns, child_id=child_id)
+        db = ctx.scope(tx)
+        child = await db.fetchrow(Q.flow_child_lock, child_id=child_id)
         if child is None:
             return None
         parent_id = child["parent_id"]
         if parent_id is None:
             return False
-        row = await tx.fetchrow(
-            Q.dependency_detach, namespace=ns, job_ids=[parent_id], depends_on=[child_id]
-        )
+        row = await db.fetchrow(Q.dependency_detach, job_ids=[parent_id], depends_on=[child_id])
         if row is None or row["detached"] == 0:
             return False
-        await tx.fetch(Q.flow_children_detach, namespace=ns, ids=[child_id])
+        await db.fetch(Q.flow_children_detach, ids=[child_id])
         return True
 
     removed = await in_transaction(ctx.db, body)
@@ -75,32 +73,29 @@ async def remove_unprocessed_children(ctx: EngineContext, parent_id: str) -> int
     """
     validate_job_id(parent_id, "id")
     ctx.session.check()
-    ns = ctx.namespace
 
     async def body(tx: Executor) -> int:
+        db = ctx.scope(tx)
         total = 0
         removed_all: list[str] = []
         frontier = [parent_id]
         while frontier:
-            children = await tx.fetch(
-                Q.flow_children_lock_unprocessed, namespace=ns, frontier=frontier
-            )
+            children = await db.fetch(Q.flow_children_lock_unprocessed, frontier=frontier)
             if not children:
                 break
-            await tx.fetchrow(
+            await db.fetchrow(
                 Q.dependency_detach,
-                namespace=ns,
                 job_ids=[c["parent_id"] for c in children],
                 depends_on=[c["id"] for c in children],
             )
-            removed, kept = await _remove(tx, ns, children)
+            removed, kept = await _remove(db, children)
             if kept:
-                await tx.fetch(Q.flow_children_detach, namespace=ns, ids=kept)
+                await db.fetch(Q.flow_children_detach, ids=kept)
             total += len(children)
             removed_all.extend(removed)
             frontier = removed
         if removed_all:
-            await tx.fetch(Q.flow_children_orphan, namespace=ns, removed_all=removed_all)
+            await db.fetch(Q.flow_children_orphan, removed_all=removed_all)
         return total
 
     total = await in_transaction(ctx.db, body)
@@ -109,7 +104,7 @@ async def remove_unprocessed_children(ctx: EngineContext, parent_id: str) -> int
     return total
 
 
-async def _remove(tx: Executor, ns: str, children: list[Row]) -> tuple[list[str], list[str]]:
+async def _remove(db: InNamespace, children: list[Row]) -> tuple[list[str], list[str]]:
     """Delete the locked ``children``; returns (removed ids, kept ids).
 
     A child that live jobs wait on is refused by ``job_delete_many``.  When
@@ -120,9 +115,8 @@ async def _remove(tx: Executor, ns: str, children: list[Row]) -> tuple[list[str]
     removed: list[str] = []
     pending = children
     while pending:
-        rows = await tx.fetch(
+        rows = await db.fetch(
             Q.job_delete_many,
-            namespace=ns,
             ids=[c["id"] for c in pending],
             fences=[c["fence"] for c in pending],
             expected_states=[c["state"] for c in pending],

@@ -83,19 +83,16 @@ async def remove(ctx: EngineContext, job_id: str) -> None:
     """
     validate_job_id(job_id, "id")
     ctx.session.check()
-    ns = ctx.namespace
 
     async def body(tx: Executor) -> list[Row] | None:
-        locked = await tx.fetchrow(Q.job_lock_one, namespace=ns, job_id=job_id, token=None)
+        db = ctx.scope(tx)
+        locked = await db.fetchrow(Q.job_lock_one, job_id=job_id, token=None)
         if locked is None:
             return None
         if locked["stored_state"] == "active":
-            return await tx.fetch(
-                Q.job_cancel_active, namespace=ns, id=job_id, fence=locked["fence"]
-            )
-        return await tx.fetch(
+            return await db.fetch(Q.job_cancel_active, id=job_id, fence=locked["fence"])
+        return await db.fetch(
             Q.job_delete_many,
-            namespace=ns,
             ids=[job_id],
             fences=[locked["fence"]],
             expected_states=[locked["stored_state"]],
@@ -115,7 +112,7 @@ async def remove(ctx: EngineContext, job_id: str) -> None:
 
 async def _remove_finished(ctx: EngineContext, job_id: str) -> None:
     async def remove_in(tx: Executor) -> Row | None:
-        row = await tx.fetchrow(Q.job_finished_remove, namespace=ctx.namespace, job_id=job_id)
+        row = await ctx.scope(tx).fetchrow(Q.job_finished_remove, job_id=job_id)
         if row is not None and row["removed"]:
             await drop_dangling_edges(tx, ctx, [job_id])
         return row
@@ -132,10 +129,7 @@ async def update_data(ctx: EngineContext, job_id: str, data: Any) -> None:
     validate_job_id(job_id, "id")
     text = encode_json(data, label="data", limit=ctx.config.max_payload_bytes)
     ctx.session.check()
-    if (
-        await ctx.db.fetchrow(Q.job_update_data, namespace=ctx.namespace, job_id=job_id, text=text)
-        is None
-    ):
+    if await ctx.scoped.fetchrow(Q.job_update_data, job_id=job_id, text=text) is None:
         await _missed(ctx, job_id, UPDATE_ERROR)
 
 
@@ -148,9 +142,7 @@ async def change_priority(
     if lifo is not None:
         check_bool(lifo, "lifo")
     ctx.session.check()
-    row = await ctx.db.fetchrow(
-        Q.job_change_priority, namespace=ctx.namespace, job_id=job_id, priority=value, lifo=lifo
-    )
+    row = await ctx.scoped.fetchrow(Q.job_change_priority, job_id=job_id, priority=value, lifo=lifo)
     if row is None:
         await _missed(ctx, job_id, PRIORITY_ERROR)
 
@@ -159,7 +151,7 @@ async def promote(ctx: EngineContext, job_id: str) -> None:
     """A delayed job becomes due now."""
     validate_job_id(job_id, "id")
     ctx.session.check()
-    if await ctx.db.fetchrow(Q.job_promote, namespace=ctx.namespace, job_id=job_id) is None:
+    if await ctx.scoped.fetchrow(Q.job_promote, job_id=job_id) is None:
         await _missed(ctx, job_id, PROMOTE_ERROR)
 
 
@@ -171,9 +163,7 @@ async def promote_jobs(ctx: EngineContext, queue: str, count: int | None = None)
     total = 0
     while total < limit:
         batch = min(PROMOTE_BATCH, limit - total)
-        row = await ctx.db.fetchrow(
-            Q.job_promote_queue, namespace=ctx.namespace, queue=queue, limit=batch
-        )
+        row = await ctx.scoped.fetchrow(Q.job_promote_queue, queue=queue, limit=batch)
         promoted = int(row["promoted"]) if row is not None else 0
         total += promoted
         if promoted < batch:
@@ -191,10 +181,9 @@ async def discard(ctx: EngineContext, job_id: str, token: str | None = None) -> 
     if token is not None:
         check_token(token)
     ctx.session.check()
-    ns = ctx.namespace
 
     async def body(tx: Executor) -> int | None:
-        locked = await tx.fetchrow(Q.job_lock_one, namespace=ns, job_id=job_id, token=token)
+        locked = await ctx.scope(tx).fetchrow(Q.job_lock_one, job_id=job_id, token=token)
         if locked is None:
             return None
         if token is not None and locked["stored_state"] != "active":

@@ -74,9 +74,7 @@ async def get_jobs(
     start = check_int(offset, "offset", 0, MAX_LIST_OFFSET)
     size = check_int(limit, "limit", 1, MAX_LIST_LIMIT)
     query = Q.job_list_asc if check_bool(asc, "asc") else Q.job_list_desc
-    rows = await ctx.db.fetch(
-        query, namespace=ctx.namespace, queue=queue, states=wanted, offset=start, limit=size
-    )
+    rows = await ctx.scoped.fetch(query, queue=queue, states=wanted, offset=start, limit=size)
     return [job_from_row(row) for row in rows]
 
 
@@ -90,13 +88,13 @@ async def get_job_by_custom_id(ctx: EngineContext, custom_id: str) -> Job | None
 async def count(ctx: EngineContext, queue: str) -> int:
     """Pending jobs of ``queue``: waiting + prioritized + delayed."""
     validate_queue_name(queue)
-    return int(await ctx.db.fetchval(Q.job_count_pending, namespace=ctx.namespace, queue=queue))
+    return int(await ctx.scoped.fetchval(Q.job_count_pending, queue=queue))
 
 
 async def get_counts_per_priority(ctx: EngineContext, queue: str) -> dict[int, int]:
     """Pending jobs of ``queue`` per priority."""
     validate_queue_name(queue)
-    rows = await ctx.db.fetch(Q.job_counts_per_priority, namespace=ctx.namespace, queue=queue)
+    rows = await ctx.scoped.fetch(Q.job_counts_per_priority, queue=queue)
     return {int(row["priority"]): int(row["n"]) for row in rows}
 
 
@@ -114,12 +112,8 @@ async def finished_per_minute(
     if state not in ("completed", "failed"):
         raise ValidationError("state must be 'completed' or 'failed'", field="state")
     window = check_int(minutes, "minutes", 1, MAX_SERIES_MINUTES)
-    rows = await ctx.db.fetch(
-        Q.queue_finished_per_minute,
-        namespace=ctx.namespace,
-        queue=queue,
-        state=state,
-        window=window,
+    rows = await ctx.scoped.fetch(
+        Q.queue_finished_per_minute, queue=queue, state=state, window=window
     )
     if not rows:
         return int(time.time() // 60 * 60_000), []
@@ -131,7 +125,7 @@ async def finished_per_minute(
 
 async def list_queues(ctx: EngineContext) -> list[str]:
     """Every queue of the namespace: registered ones and any that holds jobs."""
-    return [str(row["queue"]) for row in await ctx.db.fetch(Q.queue_list, namespace=ctx.namespace)]
+    return [str(row["queue"]) for row in await ctx.scoped.fetch(Q.queue_list)]
 
 
 async def wait_for_job(ctx: EngineContext, job_id: str, timeout_ms: int) -> tuple[bool, Any]:
@@ -142,7 +136,7 @@ async def wait_for_job(ctx: EngineContext, job_id: str, timeout_ms: int) -> tupl
     """
     validate_job_id(job_id, "id")
     timeout = check_int(timeout_ms, "timeout", 0, MAX_WAIT_MS)
-    row = await ctx.db.fetchrow(Q.job_wait_probe, namespace=ctx.namespace, job_id=job_id)
+    row = await ctx.scoped.fetchrow(Q.job_wait_probe, job_id=job_id)
     if row is None:
         raise JobNotFound(job_id)
     loop = asyncio.get_running_loop()
@@ -151,7 +145,7 @@ async def wait_for_job(ctx: EngineContext, job_id: str, timeout_ms: int) -> tupl
     queue = str(row["queue"])
     while True:
         with ctx.notifier.waiter(queue) as woken:
-            row = await ctx.db.fetchrow(Q.job_wait_probe, namespace=ctx.namespace, job_id=job_id)
+            row = await ctx.scoped.fetchrow(Q.job_wait_probe, job_id=job_id)
             if row is None:
                 raise JobNotFound(job_id)
             if row["state"] == "completed":

@@ -16,7 +16,7 @@ from pgqueue.errors import InvalidState, JobNotFound, LeaseLost, ValidationError
 from pgqueue.manager.arguments import DAY_MS, check_int, check_token
 from pgqueue.manager.completion import parse_fence
 from pgqueue.manager.context import EngineContext
-from pgqueue.manager.control.probe import explain_miss, not_active, probe
+from pgqueue.manager.control.probe import Probe, explain_miss, not_active, probe
 from pgqueue.vocabulary.names import validate_job_id
 
 __all__ = [
@@ -39,19 +39,19 @@ async def _leased_move(
     ctx: EngineContext,
     job_id: str,
     token: str,
+    event: str,
+    payload: dict[str, object],
     *,
     delay_ms: int = 0,
     to_children: bool = False,
-    event: str,
-    payload: dict[str, object],
-) -> bool:
-    """Run ``job_leased_move``; True when the job moved."""
+) -> Probe | None:
+    """Run ``job_leased_move``: None when the job moved.  A miss raises its reason
+    (:func:`explain_miss`), or returns the probe when nothing explains it."""
     fence = parse_fence(token)
-    if fence is None:
-        return False
-    row = await ctx.db.fetchrow(
+    if fence is None:  # a malformed token
+        return await explain_miss(ctx, job_id, token)
+    row = await ctx.scoped.fetchrow(
         Q.job_leased_move,
-        namespace=ctx.namespace,
         job_id=job_id,
         token=token,
         fence=fence,
@@ -62,7 +62,13 @@ async def _leased_move(
         broker_id=ctx.broker_id,
         session_id=ctx.session_id,
     )
-    return row is not None
+    return None if row is not None else await explain_miss(ctx, job_id, token)
+
+
+async def _delay_pending(ctx: EngineContext, job_id: str, delay: int) -> bool:
+    """Make a pending job due ``delay`` ms from now; False when it is not pending."""
+    ctx.session.check()
+    return await ctx.scoped.fetchrow(Q.job_change_delay, job_id=job_id, delay=delay) is not None
 
 
 async def move_to_delayed(
@@ -77,28 +83,15 @@ async def move_to_delayed(
     validate_job_id(job_id, "id")
     delay = check_int(delay_ms, "delay", 0, MAX_DELAY_MS)
     if token is None:
-        ctx.session.check()
-        if (
-            await ctx.db.fetchrow(
-                Q.job_change_delay, namespace=ctx.namespace, job_id=job_id, delay=delay
-            )
-            is not None
-        ):
+        if await _delay_pending(ctx, job_id, delay):
             return
         await explain_miss(ctx, job_id, None)  # not found, or not active
         raise _token_required(job_id)  # active: the worker's move
     check_token(token)
     ctx.session.check()
-    moved = await _leased_move(
-        ctx,
-        job_id,
-        token,
-        delay_ms=delay,
-        event="delayed" if delay > 0 else "waiting",
-        payload={"delay": delay, "prev": "active"},
-    )
-    if not moved:
-        await explain_miss(ctx, job_id, token)
+    event = "delayed" if delay > 0 else "waiting"
+    payload: dict[str, object] = {"delay": delay, "prev": "active"}
+    if await _leased_move(ctx, job_id, token, event, payload, delay_ms=delay) is not None:
         raise LeaseLost(job_id)
 
 
@@ -111,13 +104,7 @@ async def change_delay(
     if token is not None:
         await move_to_delayed(ctx, job_id, delay, token)
         return
-    ctx.session.check()
-    if (
-        await ctx.db.fetchrow(
-            Q.job_change_delay, namespace=ctx.namespace, job_id=job_id, delay=delay
-        )
-        is not None
-    ):
+    if await _delay_pending(ctx, job_id, delay):
         return
     found = await probe(ctx, job_id)
     if found is None:
@@ -147,10 +134,7 @@ async def move_to_wait(ctx: EngineContext, job_id: str, token: str | None = None
         if state == "active":
             if token is None:
                 raise _token_required(job_id)
-            if not await _leased_move(
-                ctx, job_id, token, event="waiting", payload={"prev": "active"}
-            ):
-                await explain_miss(ctx, job_id, token)
+            if await _leased_move(ctx, job_id, token, "waiting", {"prev": "active"}) is not None:
                 raise LeaseLost(job_id)
             return
         if token is not None:
@@ -158,10 +142,7 @@ async def move_to_wait(ctx: EngineContext, job_id: str, token: str | None = None
         if state in ("waiting", "prioritized"):
             return
         if state == "delayed":
-            if (
-                await ctx.db.fetchrow(Q.job_promote, namespace=ctx.namespace, job_id=job_id)
-                is not None
-            ):
+            if await ctx.scoped.fetchrow(Q.job_promote, job_id=job_id) is not None:
                 return
             continue  # it changed meanwhile: look again
         if state == "failed":
@@ -182,17 +163,11 @@ async def move_to_waiting_children(ctx: EngineContext, job_id: str, token: str) 
     validate_job_id(job_id, "id")
     check_token(token)
     ctx.session.check()
-    moved = await _leased_move(
-        ctx,
-        job_id,
-        token,
-        to_children=True,
-        event="waiting-children",
-        payload={"prev": "active"},
+    found = await _leased_move(
+        ctx, job_id, token, "waiting-children", {"prev": "active"}, to_children=True
     )
-    if moved:
+    if found is None:
         return True
-    found = await explain_miss(ctx, job_id, token)
     if found.pending_deps > 0:  # pragma: no cover - a valid lease with dependencies moves
         raise LeaseLost(job_id)
     return False

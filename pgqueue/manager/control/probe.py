@@ -33,9 +33,8 @@ class Probe:
 
 
 async def probe(ctx: EngineContext, job_id: str, token: str | None = None) -> Probe | None:
-    row = await ctx.db.fetchrow(
+    row = await ctx.scoped.fetchrow(
         Q.job_control_probe,
-        namespace=ctx.namespace,
         job_id=job_id,
         token=token,
         broker_id=ctx.broker_id,

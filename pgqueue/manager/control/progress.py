@@ -71,9 +71,8 @@ async def update_progress(
     if token is not None:
         check_token(token)
         ctx.session.check()
-    row = await ctx.db.fetchrow(
+    row = await ctx.scoped.fetchrow(
         Q.job_update_progress,
-        namespace=ctx.namespace,
         job_id=job_id,
         text=text,
         message=message,
@@ -90,7 +89,7 @@ async def update_progress(
 async def get_progress(ctx: EngineContext, job_id: str) -> tuple[Any, str | None]:
     """``(progress, message)`` of a known job (live or finished)."""
     validate_job_id(job_id, "id")
-    row = await ctx.db.fetchrow(Q.job_progress_get, namespace=ctx.namespace, job_id=job_id)
+    row = await ctx.scoped.fetchrow(Q.job_progress_get, job_id=job_id)
     if row is None:
         raise JobNotFound(job_id)
     progress = None if row["progress"] is None else jsontext.loads(row["progress"])
@@ -103,9 +102,7 @@ async def add_log(ctx: EngineContext, job_id: str, message: str, level: str = "i
     check_text(message, "message", MAX_LOG_MESSAGE)
     if level not in LOG_LEVELS:
         raise ValidationError("level must be one of info, warn, error", field="level")
-    row = await ctx.db.fetchrow(
-        Q.job_log_add, namespace=ctx.namespace, job_id=job_id, level=level, message=message
-    )
+    row = await ctx.scoped.fetchrow(Q.job_log_add, job_id=job_id, level=level, message=message)
     if row is None:
         raise JobNotFound(job_id)
     return bool(row["added"])
@@ -118,7 +115,7 @@ async def get_logs(
     validate_job_id(job_id, "id")
     lo = check_int(start, "start", -_POSITION_LIMIT, _POSITION_LIMIT)
     hi = check_int(end, "end", -_POSITION_LIMIT, _POSITION_LIMIT)
-    rows = await ctx.db.fetch(Q.job_log_page, namespace=ctx.namespace, job_id=job_id, lo=lo, hi=hi)
+    rows = await ctx.scoped.fetch(Q.job_log_page, job_id=job_id, lo=lo, hi=hi)
     total = int(rows[0]["total"]) if rows else 0
     logs = [
         {"timestamp": row["ts"], "level": row["level"], "message": row["message"]}
@@ -132,6 +129,4 @@ async def clear_logs(ctx: EngineContext, job_id: str, keep_logs: int = 0) -> int
     """Delete a job's log lines except the newest ``keep_logs``; return how many went."""
     validate_job_id(job_id, "id")
     keep = check_int(keep_logs, "keepLogs", 0, 1_000_000)
-    return int(
-        await ctx.db.fetchval(Q.job_log_clear, namespace=ctx.namespace, job_id=job_id, keep=keep)
-    )
+    return int(await ctx.scoped.fetchval(Q.job_log_clear, job_id=job_id, keep=keep))

@@ -22,15 +22,15 @@ otherwise.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from functools import partial
-from typing import Any
+from typing import Any, NamedTuple
 
 import orjson
 
-from pgqueue.db.executor import Executor, Row
+from pgqueue.db.executor import Executor
 from pgqueue.db.queries import Q, Query
 from pgqueue.db.retry import in_transaction
 from pgqueue.errors import InvalidState, ValidationError
@@ -71,7 +71,7 @@ _Cursor = tuple[datetime | None, str | None]
 async def _set_paused(ctx: EngineContext, queue: str, paused: bool) -> None:
     validate_queue_name(queue)
     ctx.session.check()
-    await ctx.db.fetchrow(Q.queue_set_paused, namespace=ctx.namespace, queue=queue, paused=paused)
+    await ctx.scoped.fetchrow(Q.queue_set_paused, queue=queue, paused=paused)
 
 
 async def pause(ctx: EngineContext, queue: str) -> None:
@@ -85,17 +85,13 @@ async def resume(ctx: EngineContext, queue: str) -> None:
 
 async def is_paused(ctx: EngineContext, queue: str) -> bool:
     validate_queue_name(queue)
-    return bool(await ctx.db.fetchval(Q.queue_is_paused, namespace=ctx.namespace, queue=queue))
+    return bool(await ctx.scoped.fetchval(Q.queue_is_paused, queue=queue))
 
 
 async def _summary(tx: Executor, ctx: EngineContext, bulk: _Bulk, count: int) -> None:
     payload = orjson.dumps({"count": count, **bulk.extra}).decode()
-    await tx.fetch(
-        Q.queue_event_insert,
-        namespace=ctx.namespace,
-        queue=bulk.queue,
-        summary=bulk.summary,
-        payload=payload,
+    await ctx.scope(tx).fetch(
+        Q.queue_event_insert, queue=bulk.queue, summary=bulk.summary, payload=payload
     )
 
 
@@ -110,66 +106,99 @@ class _Bulk:
     extra: dict[str, Any]
 
 
+class _Page(NamedTuple):
+    """What one page of a bulk deletion did: the ids it deleted, whether it came
+    back full (more may follow), and where the next page starts."""
+
+    deleted: list[str]
+    full: bool
+    cursor: _Cursor
+
+
+# Deletes one page of at most ``size`` jobs after ``cursor``, in the transaction given.
+_DeletePage = Callable[[Executor, _Cursor, int], Awaitable[_Page]]
+
+
+async def _page_in(
+    tx: Executor,
+    ctx: EngineContext,
+    bulk: _Bulk,
+    delete_page: _DeletePage,
+    cursor: _Cursor,
+    size: int,
+    done_before: int,
+) -> _Page:
+    """One page of ``bulk``; the last page also writes the summary event."""
+    page = await delete_page(tx, cursor, size)
+    done = done_before + len(page.deleted)
+    if not page.full or done >= bulk.limit:
+        await _summary(tx, ctx, bulk, done)
+    return page
+
+
+async def _delete_in_pages(ctx: EngineContext, bulk: _Bulk, delete_page: _DeletePage) -> list[str]:
+    """Run ``delete_page`` page by page, each page its own transaction, until a page
+    comes back short or ``bulk.limit`` jobs went; the ids deleted."""
+    removed: list[str] = []
+    cursor: _Cursor = (None, None)
+    while True:
+        size = min(BATCH_SIZE, bulk.limit - len(removed))
+        one_page = partial(
+            _page_in,
+            ctx=ctx,
+            bulk=bulk,
+            delete_page=delete_page,
+            cursor=cursor,
+            size=size,
+            done_before=len(removed),
+        )
+        page = await in_transaction(ctx.db, one_page)
+        removed.extend(page.deleted)
+        if not page.full or len(removed) >= bulk.limit:
+            return removed
+        cursor = page.cursor
+
+
 async def _pending_page(
     tx: Executor,
+    cursor: _Cursor,
+    size: int,
+    *,
     ctx: EngineContext,
     bulk: _Bulk,
     states: list[str],
     grace_ms: int | None,
-    cursor: _Cursor,
-    page: int,
-    done_before: int,
-) -> tuple[list[Row], list[str]]:
-    """Lock one page of pending jobs, delete it, and on the last page write the summary."""
-    locked = await tx.fetch(
+) -> _Page:
+    """Lock one page of pending jobs in listing order, then delete it."""
+    db = ctx.scope(tx)
+    locked = await db.fetch(
         Q.job_lock_pending_page,
-        namespace=ctx.namespace,
         queue=bulk.queue,
         states=states,
         grace_ms=grace_ms,
         after_created_at=cursor[0],
         after_id=cursor[1],
-        limit=page,
+        limit=size,
     )
-    deleted: list[str] = []
-    if locked:
-        rows = await tx.fetch(
-            Q.job_delete_many,
-            namespace=ctx.namespace,
-            ids=[row["id"] for row in locked],
-            fences=[row["fence"] for row in locked],
-            expected_states=["pending"] * len(locked),
-            reason=bulk.reason,
-        )
-        deleted = [str(row["id"]) for row in rows if row["outcome"] == "removed"]
-    if len(locked) < page or done_before + len(deleted) >= bulk.limit:
-        await _summary(tx, ctx, bulk, done_before + len(deleted))
-    return locked, deleted
+    if not locked:
+        return _Page([], False, cursor)
+    rows = await db.fetch(
+        Q.job_delete_many,
+        ids=[row["id"] for row in locked],
+        fences=[row["fence"] for row in locked],
+        expected_states=["pending"] * len(locked),
+        reason=bulk.reason,
+    )
+    deleted = [str(row["id"]) for row in rows if row["outcome"] == "removed"]
+    return _Page(deleted, len(locked) >= size, (locked[-1]["created_at"], locked[-1]["id"]))
 
 
 async def _delete_pending(
     ctx: EngineContext, bulk: _Bulk, states: Sequence[str], grace_ms: int | None
 ) -> list[str]:
     """Delete pending jobs page by page, each page its own transaction."""
-    removed: list[str] = []
-    cursor: _Cursor = (None, None)
-    while True:
-        page = min(BATCH_SIZE, bulk.limit - len(removed))
-        body = partial(
-            _pending_page,
-            ctx=ctx,
-            bulk=bulk,
-            states=list(states),
-            grace_ms=grace_ms,
-            cursor=cursor,
-            page=page,
-            done_before=len(removed),
-        )
-        locked, deleted = await in_transaction(ctx.db, body)
-        removed.extend(deleted)
-        if len(locked) < page or len(removed) >= bulk.limit:
-            return removed
-        cursor = (locked[-1]["created_at"], locked[-1]["id"])
+    delete_page = partial(_pending_page, ctx=ctx, bulk=bulk, states=list(states), grace_ms=grace_ms)
+    return await _delete_in_pages(ctx, bulk, delete_page)
 
 
 async def drain(ctx: EngineContext, queue: str, include_delayed: bool = True) -> int:
@@ -210,46 +239,31 @@ async def clean(
 
 async def _finished_page(
     tx: Executor,
+    cursor: _Cursor,
+    size: int,
+    *,
     ctx: EngineContext,
     bulk: _Bulk,
     state: str,
     grace_ms: int,
-    page: int,
-    done_before: int,
-) -> list[str]:
-    rows = await tx.fetch(
+) -> _Page:
+    """Delete one page of the oldest finished jobs (the statement picks them: no cursor)."""
+    rows = await ctx.scope(tx).fetch(
         Q.job_finished_delete_page,
-        namespace=ctx.namespace,
         queue=bulk.queue,
         state=state,
         grace_ms=grace_ms,
-        limit=page,
+        limit=size,
         reason=bulk.reason,
     )
     deleted = [str(row["id"]) for row in rows]
     await drop_dangling_edges(tx, ctx, deleted)
-    if len(deleted) < page or done_before + len(deleted) >= bulk.limit:
-        await _summary(tx, ctx, bulk, done_before + len(deleted))
-    return deleted
+    return _Page(deleted, len(deleted) >= size, cursor)
 
 
 async def _clean_finished(ctx: EngineContext, bulk: _Bulk, state: str, grace_ms: int) -> list[str]:
-    ids: list[str] = []
-    while True:
-        page = min(BATCH_SIZE, bulk.limit - len(ids))
-        body = partial(
-            _finished_page,
-            ctx=ctx,
-            bulk=bulk,
-            state=state,
-            grace_ms=grace_ms,
-            page=page,
-            done_before=len(ids),
-        )
-        deleted = await in_transaction(ctx.db, body)
-        ids.extend(deleted)
-        if len(deleted) < page or len(ids) >= bulk.limit:
-            return ids
+    delete_page = partial(_finished_page, ctx=ctx, bulk=bulk, state=state, grace_ms=grace_ms)
+    return await _delete_in_pages(ctx, bulk, delete_page)
 
 
 async def obliterate(ctx: EngineContext, queue: str, force: bool = False) -> int:
@@ -265,10 +279,9 @@ async def obliterate(ctx: EngineContext, queue: str, force: bool = False) -> int
     validate_queue_name(queue)
     check_bool(force, "force")
     ctx.session.check()
-    ns = ctx.namespace
 
     async def begin(tx: Executor) -> None:
-        row = await tx.fetchrow(Q.queue_obliterate_begin, namespace=ns, queue=queue)
+        row = await ctx.scope(tx).fetchrow(Q.queue_obliterate_begin, queue=queue)
         active = int(row["active"]) if row is not None else 0
         if active and not force:
             raise InvalidState(
@@ -279,7 +292,7 @@ async def obliterate(ctx: EngineContext, queue: str, force: bool = False) -> int
     await in_transaction(ctx.db, begin)
 
     async def page(tx: Executor, query: Query, params: dict[str, Any]) -> int:
-        rows = await tx.fetch(query, namespace=ns, queue=queue, limit=BATCH_SIZE, **params)
+        rows = await ctx.scope(tx).fetch(query, queue=queue, limit=BATCH_SIZE, **params)
         await settle_lost_dependencies(tx, ctx, rows, queue=queue, why="was obliterated")
         return len(rows)
 
@@ -293,11 +306,8 @@ async def obliterate(ctx: EngineContext, queue: str, force: bool = False) -> int
             total += deleted
             if deleted < BATCH_SIZE:
                 break
-    await ctx.db.fetch(
-        Q.queue_obliterate_finish,
-        namespace=ns,
-        queue=queue,
-        payload=orjson.dumps({"count": total}).decode(),
+    await ctx.scoped.fetch(
+        Q.queue_obliterate_finish, queue=queue, payload=orjson.dumps({"count": total}).decode()
     )
     return total
 
@@ -334,9 +344,8 @@ async def retry_completed(
     cursor: _Cursor = (None, None)
     while total < limit:
         page = min(BATCH_SIZE, limit - total)
-        row = await ctx.db.fetchrow(
+        row = await ctx.scoped.fetchrow(
             Q.job_retry_completed,
-            namespace=ctx.namespace,
             queue=queue,
             job_id=job_id,
             before=before,

@@ -99,9 +99,8 @@ async def register_worker(
     if client_id is not None:
         check_text(client_id, "clientId", 256, allow_empty=False)
     ctx.session.check()
-    row = await ctx.db.fetchrow(
+    row = await ctx.scoped.fetchrow(
         Q.worker_register,
-        namespace=ctx.namespace,
         worker_id=wid,
         name=name,
         queues=list(dict.fromkeys(names)),
@@ -125,9 +124,8 @@ async def worker_heartbeat(
 ) -> None:
     """A worker is alive, with its own counters when given."""
     validate_job_id(worker_id, "id")
-    row = await ctx.db.fetchrow(
+    row = await ctx.scoped.fetchrow(
         Q.worker_heartbeat,
-        namespace=ctx.namespace,
         worker_id=worker_id,
         active_jobs=_optional_count(active_jobs, "activeJobs", INT4_MAX),
         processed=_optional_count(processed, "processed"),
@@ -140,21 +138,15 @@ async def worker_heartbeat(
 async def unregister_worker(ctx: EngineContext, worker_id: str) -> bool:
     """Remove a worker; False when it was not registered."""
     validate_job_id(worker_id, "workerId")
-    return (
-        await ctx.db.fetchrow(Q.worker_unregister, namespace=ctx.namespace, worker_id=worker_id)
-        is not None
-    )
+    return await ctx.scoped.fetchrow(Q.worker_unregister, worker_id=worker_id) is not None
 
 
 async def unregister_client_workers(ctx: EngineContext, client_id: str) -> int:
     """Remove the workers one client connection of this broker registered."""
     check_text(client_id, "clientId", 256, allow_empty=False)
     return int(
-        await ctx.db.fetchval(
-            Q.worker_unregister_client,
-            namespace=ctx.namespace,
-            broker_id=ctx.broker_id,
-            client_id=client_id,
+        await ctx.scoped.fetchval(
+            Q.worker_unregister_client, broker_id=ctx.broker_id, client_id=client_id
         )
     )
 
@@ -169,12 +161,8 @@ async def list_workers(
     ``totalProcessed``, ``totalFailed``, ``activeJobs`` and ``concurrencySlots``
     (of the active workers).
     """
-    rows = await ctx.db.fetch(
-        Q.worker_list,
-        namespace=ctx.namespace,
-        worker_timeout_ms=WORKER_TIMEOUT_MS,
-        limit=MAX_LISTED_WORKERS,
-        now=now,
+    rows = await ctx.scoped.fetch(
+        Q.worker_list, worker_timeout_ms=WORKER_TIMEOUT_MS, limit=MAX_LISTED_WORKERS, now=now
     )
     workers = [_worker_dict(row, active=bool(row["active"])) for row in rows]
     stats = {

@@ -55,16 +55,15 @@ async def upsert_spec_in(
 ) -> tuple[Scheduler, datetime, bool]:
     """Write ``spec`` on ``tx``; return the row, the database clock it was computed
     on, and whether the scheduler is new."""
-    locked = await tx.fetchrow(Q.scheduler_lock, namespace=ctx.namespace, name=spec.name)
+    locked = await ctx.scope(tx).fetchrow(Q.scheduler_lock, name=spec.name)
     if locked is None:
         now = await tx.fetchval(Q.scheduler_clock)
         executions, new = spec.executions_from, True
     else:
         now, executions, new = locked["now"], locked["executions"], False
     timing = spec.timing
-    row = await tx.fetchrow(
+    row = await ctx.scope(tx).fetchrow(
         Q.scheduler_upsert,
-        namespace=ctx.namespace,
         name=spec.name,
         queue=spec.queue,
         job_name=spec.job_name,
@@ -158,9 +157,7 @@ async def upsert_scheduler(
 
 async def get_scheduler(ctx: EngineContext, name: str) -> Scheduler | None:
     """Scheduler ``name``, or None when there is none."""
-    row = await ctx.db.fetchrow(
-        Q.scheduler_get, namespace=ctx.namespace, name=check_scheduler_name(name)
-    )
+    row = await ctx.scoped.fetchrow(Q.scheduler_get, name=check_scheduler_name(name))
     return None if row is None else Scheduler.from_row(row)
 
 
@@ -171,13 +168,11 @@ async def list_schedulers(
     if queue is not None:
         validate_queue_name(queue)
     limit = check_int(limit, "limit", 1, MAX_LISTED_SCHEDULERS)
-    rows = await ctx.db.fetch(Q.scheduler_list, namespace=ctx.namespace, queue=queue, limit=limit)
+    rows = await ctx.scoped.fetch(Q.scheduler_list, queue=queue, limit=limit)
     return [Scheduler.from_row(row) for row in rows]
 
 
 async def remove_scheduler(ctx: EngineContext, name: str) -> bool:
     """Remove scheduler ``name`` (its jobs already admitted stay); False when unknown."""
-    row = await ctx.db.fetchrow(
-        Q.scheduler_delete, namespace=ctx.namespace, name=check_scheduler_name(name)
-    )
+    row = await ctx.scoped.fetchrow(Q.scheduler_delete, name=check_scheduler_name(name))
     return row is not None

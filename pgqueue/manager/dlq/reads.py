@@ -53,9 +53,8 @@ async def list_entries(
     ctx: EngineContext, queue: str, selection: DlqFilter, offset: int = 0
 ) -> list[DlqEntry]:
     """One page of a queue's DLQ, oldest entry first."""
-    rows = await ctx.db.fetch(
+    rows = await ctx.scoped.fetch(
         Q.dlq_list,
-        namespace=ctx.namespace,
         queue=queue,
         **selection_params(selection),
         default_config=DEFAULT_DLQ_CONFIG_JSON,
@@ -81,21 +80,15 @@ async def count_entries(ctx: EngineContext, queue: str, selection: DlqFilter) ->
     """How many entries of a queue's DLQ the selection holds (paging aside)."""
     params = selection_params(selection)
     del params["limit"]
-    total = await ctx.db.fetchval(
-        Q.dlq_count,
-        namespace=ctx.namespace,
-        queue=queue,
-        **params,
-        default_config=DEFAULT_DLQ_CONFIG_JSON,
+    total = await ctx.scoped.fetchval(
+        Q.dlq_count, queue=queue, **params, default_config=DEFAULT_DLQ_CONFIG_JSON
     )
     return int(total or 0)
 
 
 async def stats(ctx: EngineContext, queue: str | None) -> DlqStats:
     """Counts of one queue's DLQ (or the namespace's, ``queue`` None)."""
-    rows = await ctx.db.fetch(
-        Q.dlq_stats, namespace=ctx.namespace, queue=queue, defaults=DEFAULT_DLQ_CONFIG_JSON
-    )
+    rows = await ctx.scoped.fetch(Q.dlq_stats, queue=queue, defaults=DEFAULT_DLQ_CONFIG_JSON)
     by_reason: dict[str, int] = dict.fromkeys(DLQ_REASONS, 0)
     by_queue: dict[str, int] = {queue: 0} if queue is not None else {}
     pending = expired = 0
@@ -122,7 +115,7 @@ async def stats(ctx: EngineContext, queue: str | None) -> DlqStats:
 
 async def audit_records(ctx: EngineContext, queue: str | None, limit: int) -> list[DlqAuditRecord]:
     """The newest audited DLQ operations first."""
-    rows = await ctx.db.fetch(Q.dlq_audit_list, namespace=ctx.namespace, queue=queue, limit=limit)
+    rows = await ctx.scoped.fetch(Q.dlq_audit_list, queue=queue, limit=limit)
     return [
         DlqAuditRecord(
             id=row["id"],
@@ -141,7 +134,5 @@ async def audit_records(ctx: EngineContext, queue: str | None, limit: int) -> li
 
 async def entry_blockers(ctx: EngineContext, queue: str, job_id: str) -> int | None:
     """How many live jobs wait on dead-lettered ``job_id`` of ``queue`` (None: no entry)."""
-    value = await ctx.db.fetchrow(
-        Q.dlq_entry_blockers, namespace=ctx.namespace, queue=queue, job_id=job_id
-    )
+    value = await ctx.scoped.fetchrow(Q.dlq_entry_blockers, queue=queue, job_id=job_id)
     return None if value is None else int(value["blockers"])

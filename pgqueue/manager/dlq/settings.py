@@ -33,15 +33,14 @@ def _json(value: Any) -> str:
 
 
 async def get_dlq_config(ctx: EngineContext, queue: str) -> DlqConfig:
-    stored = await ctx.db.fetchval(Q.queue_dlq_config_get, namespace=ctx.namespace, queue=queue)
+    stored = await ctx.scoped.fetchval(Q.queue_dlq_config_get, queue=queue)
     return complete_dlq_config(json_or_none(stored))
 
 
 async def set_dlq_config(ctx: EngineContext, queue: str, patch: dict[str, Any]) -> DlqConfig:
     """Merge a validated patch; return the whole config now in force."""
-    stored = await ctx.db.fetchval(
+    stored = await ctx.scoped.fetchval(
         Q.queue_dlq_config_merge,
-        namespace=ctx.namespace,
         queue=queue,
         defaults=_json(DEFAULT_DLQ_CONFIG),
         patch=_json(patch),
@@ -50,18 +49,14 @@ async def set_dlq_config(ctx: EngineContext, queue: str, patch: dict[str, Any]) 
 
 
 async def get_stall_config(ctx: EngineContext, queue: str) -> StallConfig:
-    stored = await ctx.db.fetchval(Q.queue_stall_config_get, namespace=ctx.namespace, queue=queue)
+    stored = await ctx.scoped.fetchval(Q.queue_stall_config_get, queue=queue)
     return complete_stall_config(json_or_none(stored), ctx.config.max_stalls_default)
 
 
 async def set_stall_config(ctx: EngineContext, queue: str, patch: dict[str, Any]) -> StallConfig:
     """Merge a validated patch; return the whole config now in force."""
     defaults = default_stall_config(ctx.config.max_stalls_default)
-    stored = await ctx.db.fetchval(
-        Q.queue_stall_config_merge,
-        namespace=ctx.namespace,
-        queue=queue,
-        defaults=_json(defaults),
-        patch=_json(patch),
+    stored = await ctx.scoped.fetchval(
+        Q.queue_stall_config_merge, queue=queue, defaults=_json(defaults), patch=_json(patch)
     )
     return complete_stall_config(json_or_none(stored), ctx.config.max_stalls_default)

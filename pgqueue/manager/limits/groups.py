@@ -48,38 +48,24 @@ def _positive(value: int, name: str, hi: int = INT4_MAX) -> None:
 
 
 async def _state(ctx: EngineContext, queue: str, group_id: str, max_jobs: int | None = None) -> Any:
-    return await ctx.db.fetchrow(
-        Q.group_get, namespace=ctx.namespace, queue=queue, group_id=group_id, max_jobs=max_jobs
-    )
+    return await ctx.scoped.fetchrow(Q.group_get, queue=queue, group_id=group_id, max_jobs=max_jobs)
 
 
 async def get_group_jobs_count(ctx: EngineContext, queue: str, group_id: str) -> int:
     """Waiting, prioritized and delayed jobs of the group."""
     _names(queue, group_id)
-    return int(
-        await ctx.db.fetchval(
-            Q.group_jobs_count, namespace=ctx.namespace, queue=queue, group_id=group_id
-        )
-    )
+    return int(await ctx.scoped.fetchval(Q.group_jobs_count, queue=queue, group_id=group_id))
 
 
 async def get_groups_jobs_count(ctx: EngineContext, queue: str) -> int:
     """Waiting, prioritized and delayed jobs of the queue that belong to a group."""
     validate_queue_name(queue)
-    return int(
-        await ctx.db.fetchval(
-            Q.group_jobs_count, namespace=ctx.namespace, queue=queue, group_id=None
-        )
-    )
+    return int(await ctx.scoped.fetchval(Q.group_jobs_count, queue=queue, group_id=None))
 
 
 async def get_group_active_count(ctx: EngineContext, queue: str, group_id: str) -> int:
     _names(queue, group_id)
-    return int(
-        await ctx.db.fetchval(
-            Q.group_active_count, namespace=ctx.namespace, queue=queue, group_id=group_id
-        )
-    )
+    return int(await ctx.scoped.fetchval(Q.group_active_count, queue=queue, group_id=group_id))
 
 
 async def set_group_rate_limit(
@@ -90,9 +76,8 @@ async def set_group_rate_limit(
     _positive(max_jobs, "max")
     _positive(duration_ms, "duration")
     ctx.session.check()
-    await ctx.db.execute(
+    await ctx.scoped.execute(
         Q.group_set_rate_limit,
-        namespace=ctx.namespace,
         queue=queue,
         group_id=group_id,
         max_jobs=max_jobs,
@@ -115,9 +100,7 @@ async def remove_group_rate_limit(ctx: EngineContext, queue: str, group_id: str)
     """1 when the group had a rate limit of its own, else 0."""
     _names(queue, group_id)
     ctx.session.check()
-    rows = await ctx.db.fetch(
-        Q.group_remove_rate_limit, namespace=ctx.namespace, queue=queue, group_id=group_id
-    )
+    rows = await ctx.scoped.fetch(Q.group_remove_rate_limit, queue=queue, group_id=group_id)
     return len(rows)
 
 
@@ -144,12 +127,8 @@ async def set_group_concurrency(
     _names(queue, group_id)
     _positive(concurrency, "concurrency")
     ctx.session.check()
-    await ctx.db.execute(
-        Q.group_set_concurrency,
-        namespace=ctx.namespace,
-        queue=queue,
-        group_id=group_id,
-        concurrency=concurrency,
+    await ctx.scoped.execute(
+        Q.group_set_concurrency, queue=queue, group_id=group_id, concurrency=concurrency
     )
 
 
@@ -165,18 +144,14 @@ async def remove_group_concurrency(ctx: EngineContext, queue: str, group_id: str
     """1 when the group had a concurrency limit of its own, else 0."""
     _names(queue, group_id)
     ctx.session.check()
-    rows = await ctx.db.fetch(
-        Q.group_remove_concurrency, namespace=ctx.namespace, queue=queue, group_id=group_id
-    )
+    rows = await ctx.scoped.fetch(Q.group_remove_concurrency, queue=queue, group_id=group_id)
     return len(rows)
 
 
 async def _set_paused(ctx: EngineContext, queue: str, group_id: str, paused: bool) -> bool:
     _names(queue, group_id)
     ctx.session.check()
-    rows = await ctx.db.fetch(
-        Q.group_set_paused, namespace=ctx.namespace, queue=queue, group_id=group_id, paused=paused
-    )
+    rows = await ctx.scoped.fetch(Q.group_set_paused, queue=queue, group_id=group_id, paused=paused)
     return bool(rows)
 
 
@@ -201,10 +176,6 @@ async def rate_limit_group(ctx: EngineContext, queue: str, group_id: str, durati
     _names(queue, group_id)
     _positive(duration_ms, "duration", MAX_DEADLINE_MS)
     ctx.session.check()
-    await ctx.db.execute(
-        Q.group_rate_limit_until,
-        namespace=ctx.namespace,
-        queue=queue,
-        group_id=group_id,
-        duration_ms=duration_ms,
+    await ctx.scoped.execute(
+        Q.group_rate_limit_until, queue=queue, group_id=group_id, duration_ms=duration_ms
     )

@@ -67,20 +67,15 @@ async def set_rate_limit(
     if ttl_ms is not None:
         check_integer(ttl_ms, "ttl", 1, MAX_TTL_MS, floats=False)
     ctx.session.check()
-    await ctx.db.execute(
-        Q.queue_set_rate_limit,
-        namespace=ctx.namespace,
-        queue=queue,
-        limit=limit,
-        duration_ms=duration_ms,
-        ttl_ms=ttl_ms,
+    await ctx.scoped.execute(
+        Q.queue_set_rate_limit, queue=queue, limit=limit, duration_ms=duration_ms, ttl_ms=ttl_ms
     )
 
 
 async def clear_rate_limit(ctx: EngineContext, queue: str) -> None:
     validate_queue_name(queue)
     ctx.session.check()
-    await ctx.db.execute(Q.queue_clear_rate_limit, namespace=ctx.namespace, queue=queue)
+    await ctx.scoped.execute(Q.queue_clear_rate_limit, queue=queue)
 
 
 async def set_concurrency(ctx: EngineContext, queue: str, limit: int) -> None:
@@ -88,13 +83,13 @@ async def set_concurrency(ctx: EngineContext, queue: str, limit: int) -> None:
     validate_queue_name(queue)
     check_integer(limit, "limit", 1, INT4_MAX, floats=False)
     ctx.session.check()
-    await ctx.db.execute(Q.queue_set_concurrency, namespace=ctx.namespace, queue=queue, limit=limit)
+    await ctx.scoped.execute(Q.queue_set_concurrency, queue=queue, limit=limit)
 
 
 async def clear_concurrency(ctx: EngineContext, queue: str) -> None:
     validate_queue_name(queue)
     ctx.session.check()
-    await ctx.db.execute(Q.queue_clear_concurrency, namespace=ctx.namespace, queue=queue)
+    await ctx.scoped.execute(Q.queue_clear_concurrency, queue=queue)
 
 
 async def get_queue_limits(
@@ -106,9 +101,7 @@ async def get_queue_limits(
     validate_queue_name(queue)
     if max_jobs is not None:
         check_integer(max_jobs, "maxJobs", 1, INT4_MAX, floats=False)
-    row = await ctx.db.fetchrow(
-        Q.queue_limits_get, namespace=ctx.namespace, queue=queue, max_jobs=max_jobs
-    )
+    row = await ctx.scoped.fetchrow(Q.queue_limits_get, queue=queue, max_jobs=max_jobs)
     assert row is not None
     rate = row["rate_limit"]
     concurrency = row["concurrency_limit"]

@@ -29,7 +29,7 @@ from pgqueue.errors import ValidationError
 from pgqueue.ids import uuid7
 from pgqueue.manager.arguments import check_bool, check_int, check_text
 from pgqueue.manager.base import ManagerBase
-from pgqueue.manager.context import EngineContext
+from pgqueue.manager.context import EngineContext, InNamespace
 from pgqueue.manager.forwarding import forward
 from pgqueue.manager.webhooks.models import Webhook, WebhookDelivery, WebhookStats
 from pgqueue.manager.webhooks.policy import (
@@ -60,10 +60,10 @@ def _webhook_id(value: Any, field: str) -> str:
     return check_text(value, field, 256, allow_empty=False)
 
 
-async def _lock_cursor(tx: Executor, namespace: str) -> None:
+async def _lock_cursor(db: InNamespace) -> None:
     """Serialise with the fan-out: it may skip events only while no webhook is enabled."""
-    await tx.execute(Q.webhook_cursor_ensure, namespace=namespace)
-    await tx.fetchrow(Q.webhook_cursor_lock, namespace=namespace)
+    await db.execute(Q.webhook_cursor_ensure)
+    await db.fetchrow(Q.webhook_cursor_lock)
 
 
 async def add_webhook(
@@ -81,10 +81,10 @@ async def add_webhook(
     webhook_id = uuid7()
 
     async def body(tx: Executor) -> Webhook:
-        await _lock_cursor(tx, ctx.namespace)
-        row = await tx.fetchrow(
+        db = ctx.scope(tx)
+        await _lock_cursor(db)
+        row = await db.fetchrow(
             Q.webhook_insert,
-            namespace=ctx.namespace,
             webhook_id=webhook_id,
             url=target.url,
             wanted=wanted,
@@ -103,16 +103,10 @@ async def set_webhook_enabled(ctx: EngineContext, webhook_id: str, enabled: bool
     enabled = check_bool(enabled, "enabled")
 
     async def body(tx: Executor) -> bool:
-        await _lock_cursor(tx, ctx.namespace)
-        return (
-            await tx.fetchrow(
-                Q.webhook_set_enabled,
-                namespace=ctx.namespace,
-                webhook_id=webhook_id,
-                enabled=enabled,
-            )
-            is not None
-        )
+        db = ctx.scope(tx)
+        await _lock_cursor(db)
+        row = await db.fetchrow(Q.webhook_set_enabled, webhook_id=webhook_id, enabled=enabled)
+        return row is not None
 
     return await in_transaction(ctx.db, body)
 
@@ -120,7 +114,7 @@ async def set_webhook_enabled(ctx: EngineContext, webhook_id: str, enabled: bool
 async def remove_webhook(ctx: EngineContext, webhook_id: str) -> bool:
     """Remove a webhook with its queued deliveries and log; False when unknown."""
     webhook_id = _webhook_id(webhook_id, "webhookId")
-    row = await ctx.db.fetchrow(Q.webhook_delete, namespace=ctx.namespace, webhook_id=webhook_id)
+    row = await ctx.scoped.fetchrow(Q.webhook_delete, webhook_id=webhook_id)
     return row is not None
 
 
@@ -129,7 +123,7 @@ async def list_webhooks(
 ) -> tuple[list[Webhook], WebhookStats]:
     """Webhooks in registration order, with totals and delivery counts."""
     limit = check_int(limit, "limit", 1, MAX_LISTED_WEBHOOKS)
-    rows = await ctx.db.fetch(Q.webhook_list, namespace=ctx.namespace, limit=limit)
+    rows = await ctx.scoped.fetch(Q.webhook_list, limit=limit)
     webhooks = [Webhook.from_row(row) for row in rows]
     return webhooks, WebhookStats.of(webhooks)
 
@@ -146,16 +140,10 @@ async def list_deliveries(
             f"status must be one of {', '.join(DELIVERY_STATUSES)}", field="status"
         )
     limit = check_int(limit, "limit", 1, MAX_LISTED_DELIVERIES)
-    rows = await ctx.db.fetch(
-        Q.webhook_delivery_list,
-        namespace=ctx.namespace,
-        webhook_id=webhook_id,
-        status=status,
-        limit=limit,
+    rows = await ctx.scoped.fetch(
+        Q.webhook_delivery_list, webhook_id=webhook_id, status=status, limit=limit
     )
-    if not rows and not await ctx.db.fetchval(
-        Q.webhook_exists, namespace=ctx.namespace, webhook_id=webhook_id
-    ):
+    if not rows and not await ctx.scoped.fetchval(Q.webhook_exists, webhook_id=webhook_id):
         raise ValidationError("Webhook not found", field="webhookId")
     return [WebhookDelivery.from_row(row) for row in rows]
 
