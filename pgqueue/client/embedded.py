@@ -27,9 +27,8 @@ from pgqueue.config import Config
 from pgqueue.db.foreign import executor_for_connection
 from pgqueue.errors import IndeterminateCommit
 from pgqueue.manager.admission import admit_in
-from pgqueue.manager.completion import FailItem, complete_in
+from pgqueue.manager.completion import complete_in
 from pgqueue.manager.flows import flatten
-from pgqueue.manager.models import AckItem
 from pgqueue.manager.options import JobSpec, build_job_spec
 from pgqueue.manager.reads import NO_RESULT
 from pgqueue.protocol.job_view import job_view
@@ -98,9 +97,7 @@ class EmbeddedTransport:
         return [Lease(job_view(c.job), c.token, c.fence) for c in claims]
 
     async def ack(self, items: Sequence[AckRequest]) -> list[bool]:
-        outcomes = await self.manager.ack_batch(
-            [AckItem(i.job_id, i.token, i.result) for i in items]
-        )
+        outcomes = await self.manager.ack_batch(list(items))
         errors = [o.error for o in outcomes if o.error is not None]
         if errors:  # undecided items: sent again by the ack batcher (see tcp.py)
             raise next((e for e in errors if isinstance(e, IndeterminateCommit)), errors[0])
@@ -112,9 +109,7 @@ class EmbeddedTransport:
         await complete_in(self.manager.ctx, executor, job_id, token, result)
 
     async def fail(self, item: FailRequest) -> bool:
-        [outcome] = await self.manager.fail_batch(
-            [FailItem(item.job_id, item.token, item.error, item.stacktrace, item.unrecoverable)]
-        )
+        [outcome] = await self.manager.fail_batch([item])
         return outcome.applied
 
     async def extend(self, items: Sequence[tuple[str, str]], duration_ms: int) -> list[Renewal]:

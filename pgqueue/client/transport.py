@@ -20,6 +20,8 @@ from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
+from pgqueue.vocabulary.completions import AckItem, FailItem
+
 if TYPE_CHECKING:
     from pgqueue.client.schedulers import SchedulerInput
 
@@ -70,20 +72,11 @@ class Lease:
     fence: int
 
 
-@dataclass(frozen=True, slots=True)
-class AckRequest:
-    job_id: str
-    token: str
-    result: Any = None
+AckRequest = AckItem
+"""A completion the SDK sends: the job, its claim's token, its result."""
 
-
-@dataclass(frozen=True, slots=True)
-class FailRequest:
-    job_id: str
-    token: str
-    error: str
-    stacktrace: Sequence[str] | None = None
-    unrecoverable: bool = False
+FailRequest = FailItem
+"""A failed attempt the SDK reports."""
 
 
 @dataclass(frozen=True, slots=True)

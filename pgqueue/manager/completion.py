@@ -42,6 +42,7 @@ from pgqueue.manager.options import encode_json, removal_policy
 from pgqueue.manager.policy import FailureReason, decide_failure
 from pgqueue.manager.rows import ms
 from pgqueue.manager.write_rows import FinishRow, RequeueRow, column_arrays
+from pgqueue.vocabulary.completions import FailItem
 
 __all__ = [
     "STACK_INPUT_LIMIT",
@@ -68,17 +69,6 @@ def parse_fence(token: str) -> int | None:
     if not sep or not head.isdigit() or len(head) > 18:
         return None
     return int(head)
-
-
-@dataclass(frozen=True, slots=True)
-class FailItem:
-    """One failed attempt reported by a worker."""
-
-    job_id: str
-    token: str
-    error: str = ""
-    stacktrace: Sequence[str] | None = None
-    unrecoverable: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -7,6 +7,7 @@ from typing import Any, Literal
 
 from pgqueue.db.records import record_as_wire
 from pgqueue.errors import PgQueueError
+from pgqueue.vocabulary.completions import AckItem
 from pgqueue.vocabulary.job_record import Job
 from pgqueue.vocabulary.states import JOB_STATES
 
@@ -76,20 +77,6 @@ class JobCounts:
 
 
 _BUNQUEUE_STATE = {"waiting_children": "waiting-children"}
-
-
-@dataclass(frozen=True, slots=True)
-class AckItem:
-    """One completion in a batch: the job, the token of its claim, its result.
-
-    ``where`` names the item in a refusal of its result (``"results[3]"`` for
-    an ACKB entry), as PUSHB names its ``jobs[i]``."""
-
-    job_id: str
-    token: str
-    result: Any = None
-    remove_on_complete: Any = None  # bool, or BullMQ's count / {age, count}
-    where: str | None = None
 
 
 OutcomeReason = Literal["already-finalized", "lease-lost", "not-found", "cancelled"]
