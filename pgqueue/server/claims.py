@@ -63,6 +63,11 @@ class ClaimBook:
         """Claims booked now (``/heapstats``, the dashboard's collections)."""
         return len(self._claims)
 
+    @property
+    def clean_records(self) -> int:
+        """Jobs remembered as ended cleanly (``/heapstats``: ``claimBookClean``)."""
+        return len(self._clean)
+
     def claimed(self, job_id: str, token: str, client_id: str, *, anonymous: bool) -> None:
         """A pull through this broker claimed ``job_id`` for ``client_id``."""
         fence = parse_fence(token) or 0
