@@ -307,3 +307,29 @@ async def test_the_per_connection_inflight_cap_pauses_reading_without_losing_fra
         assert [answer["job"] for answer in await asyncio.gather(*polls)] == [None, None]
     finally:
         await client.close()
+
+
+async def test_a_ping_is_answered_while_the_inflight_window_is_full(
+    brokers: BrokerFactory,
+) -> None:
+    # The SDK's liveness check pings a connection whose requests heard nothing
+    # for 5 s and drops it when the ping goes unanswered for 5 s more.  A ping
+    # that waited behind a full window of slow requests dropped a live broker's
+    # connection, which gave back its pulled jobs: the soak's refused acks.
+    broker = brokers.start("pinged", "--max-inflight", "2", http=False)
+    client = await connect(broker)
+    try:
+        polls = [
+            asyncio.create_task(client.call("PULL", {"queue": f"idle-{i}", "timeout": 6000}))
+            for i in range(2)
+        ]
+        queued = [
+            asyncio.create_task(client.call("IsPaused", {"queue": "idle-q"})) for _ in range(3)
+        ]
+        pong = await asyncio.create_task(client.call("Ping", timeout=3))  # sent last
+        assert pong["data"]["pong"] is True
+        assert not any(task.done() for task in (*polls, *queued)), "the window was not full"
+        assert [answer["paused"] for answer in await asyncio.gather(*queued)] == [False] * 3
+        assert [answer["job"] for answer in await asyncio.gather(*polls)] == [None, None]
+    finally:
+        await client.close()
