@@ -31,6 +31,7 @@ sys.path.insert(0, str(ROOT))
 
 from pgqueue.client import Job, Queue, Worker  # noqa: E402
 from pgqueue.client.tcp import TcpTransport  # noqa: E402
+from pgqueue.errors import IndeterminateCommit  # noqa: E402
 from scripts.cluster import Cluster  # noqa: E402
 from scripts.haproxy_config import HealthCheck  # noqa: E402
 from scripts.probes import (  # noqa: E402
@@ -54,6 +55,24 @@ async def handler(job: Job) -> None:
     return None
 
 
+class _ClientWarnings(logging.Handler):
+    """The SDK's warnings (a connection dropped by the liveness check, say) as errors."""
+
+    def __init__(self, soak: Soak) -> None:
+        super().__init__(logging.WARNING)
+        self.soak = soak
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.soak.errors.append(
+            {
+                "at_s": self.soak.elapsed(),
+                "worker": None,
+                "type": "client warning",
+                "message": record.getMessage()[:300],
+            }
+        )
+
+
 class Soak:
     def __init__(self, cluster: Cluster, args: argparse.Namespace) -> None:
         self.cluster = cluster
@@ -67,6 +86,8 @@ class Soak:
         self.started = time.monotonic()
         self.lost_jobs: list[dict[str, Any]] = []  # since the last row
         self.errors: list[dict[str, Any]] = []  # since the last row
+        self.indeterminate = 0  # jobs of pushes of unknown outcome (pushed again)
+        logging.getLogger("pgqueue.client").addHandler(_ClientWarnings(self))
 
     def watch(self, number: int, worker: Worker) -> None:
         """Record each refused ack (a lost lease) and each error a worker emits."""
@@ -108,7 +129,19 @@ class Soak:
                 await asyncio.sleep(0.02)  # load shaping: a bounded backlog
             n = min(a.chunk, a.jobs - self.pushed)
             self.pushed += n
-            await queue.add_bulk([{"name": "soak", "data": {"pad": PAD}} for _ in range(n)])
+            try:
+                await queue.add_bulk([{"name": "soak", "data": {"pad": PAD}} for _ in range(n)])
+            except IndeterminateCommit as exc:  # committed or not: pushed again, counted
+                self.pushed -= n
+                self.indeterminate += n
+                self.errors.append(
+                    {
+                        "at_s": self.elapsed(),
+                        "worker": None,
+                        "type": type(exc).__name__,
+                        "message": str(exc)[:300],
+                    }
+                )
 
     def report(self) -> dict[str, Any]:
         s = self.cluster.state
@@ -129,6 +162,7 @@ class Soak:
             "pushed": self.pushed,
             "completed": done,
             "lost_leases": sum(w.lost for w in self.workers),
+            "indeterminate_pushes": self.indeterminate,
             "jobs_per_s": round(
                 (done - previous["completed"]) / max(elapsed - previous["elapsed_s"], 1e-9)
             ),
@@ -240,9 +274,9 @@ def error_summary(errors: list[dict[str, Any]]) -> dict[str, Any]:
     return {"count": len(errors), "by_type": by_type, "first": errors[:5]}
 
 
-def detail_lines(row: dict[str, Any]) -> list[str]:
+def detail_lines(row: dict[str, Any], heaps: bool = True) -> list[str]:
     lines = []
-    for broker, heap in row["broker_heap"].items():
+    for broker, heap in row["broker_heap"].items() if heaps else ():
         if "error" in heap:
             lines.append(f"{broker}: /heapstats failed after {heap['seconds']} s: {heap['error']}")
             continue
@@ -266,7 +300,7 @@ def detail_lines(row: dict[str, Any]) -> list[str]:
         )
     errors = row["worker_errors"]
     if errors["count"]:
-        lines.append(f"worker errors: {errors['by_type']}; first: {errors['first'][:2]}")
+        lines.append(f"errors: {errors['by_type']}; first: {errors['first'][:2]}")
     return lines
 
 
@@ -298,6 +332,8 @@ def flatness(rows: list[dict[str, Any]]) -> dict[str, tuple[float, float]]:
         out["claim p50 ms"] = row["claim"]["p50_ms"]
         out["claim p99 ms"] = row["claim"]["p99_ms"]
         out["broker RSS MB (max)"] = max(row["broker_rss_bytes"].values()) / MB
+        for broker, rss in row["broker_rss_bytes"].items():
+            out[f"{broker} RSS MB"] = rss / MB
         out["jobs/s"] = row["jobs_per_s"]
         return out
 
@@ -373,8 +409,8 @@ def markdown(rows: list[dict[str, Any]], command: str) -> str:
         "",
         "| elapsed | completed | jobs/s | dead tuples jobs / finished / events"
         " | MB jobs / finished / events (table+index) | claim p50 / p99 ms | outbox lag tx"
-        " | broker RSS MB (max) |",
-        "|---|---|---|---|---|---|---|---|",
+        " | broker RSS MB (each) | claim book clean records (max) | lost leases |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         t = r["tables"]
@@ -387,9 +423,15 @@ def markdown(rows: list[dict[str, Any]], command: str) -> str:
             f"| {r['elapsed_s']:.0f} s | {r['completed']:,} | {r['jobs_per_s']:,} | {dead}"
             f" | {size} | {r['claim']['p50_ms']:.1f} / {r['claim']['p99_ms']:.1f}"
             f" | {r['outbox_lag_transactions']:.0f}"
-            f" | {max(r['broker_rss_bytes'].values()) / MB:.0f} |"
+            f" | {' / '.join(f'{v / MB:.0f}' for v in r['broker_rss_bytes'].values())}"
+            f" | {clean_records(r):,} | {r.get('lost_leases', 0)} |"
         )
     return "\n".join(lines)
+
+
+def clean_records(row: dict[str, Any]) -> int:
+    heaps = row.get("broker_heap", {}).values()
+    return max((h.get("collections", {}).get("claimBookClean", 0) for h in heaps), default=0)
 
 
 def write_section(path: Path, section: str, text: str) -> None:
@@ -422,7 +464,9 @@ def main() -> int:
         nargs="*",
         default=[],
         metavar="N",
-        help="brokers to run tracemalloc in (their top allocating lines in every row)",
+        help="brokers to run tracemalloc in (their top allocating lines in every row): a"
+        " diagnosis, not figures — it slows them down, and each row's snapshot stops their"
+        " event loop for seconds (long enough for the SDK's liveness check to drop them)",
     )
     p.add_argument("--no-write", action="store_true", help="do not touch docs/")
     args = p.parse_args()
@@ -463,7 +507,12 @@ def main() -> int:
     (kept / "soak.json").write_text(json.dumps(soak.rows, indent=1) + "\n")
     print(f"broker and HAProxy logs, and the rows (soak.json), kept in {kept}")
     if soak.rows:
-        print(f"acks refused as lost leases (those jobs ran again): {soak.rows[-1]['lost_leases']}")
+        last = soak.rows[-1]
+        print(f"acks refused as lost leases (those jobs ran again): {last['lost_leases']}")
+        print(f"jobs of pushes of unknown outcome (pushed again): {last['indeterminate_pushes']}")
+        for row in soak.rows:
+            for line in detail_lines(row, heaps=False):
+                print(f"  at {row['elapsed_s']:.0f} s: {line}")
     rows = soak.rows
     print("\nfirst full interval -> last full interval:")
     for name, (first, last) in flatness(rows).items():
