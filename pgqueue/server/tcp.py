@@ -73,6 +73,7 @@ class TcpConnection:
         # as many again; then reading pauses).  A Ping reads past a full window.
         self._tasks: set[asyncio.Task[None]] = set()
         self._windowed = 0  # of those, the frames that take (or wait for) a slot
+        self._waiting = 0  # of those, the frames still waiting for one
         self._room = asyncio.Event()
         self.peer = writer.get_extra_info("peername")
         self._last_read = asyncio.get_running_loop().time()
@@ -145,6 +146,11 @@ class TcpConnection:
         except (ConnectionError, asyncio.IncompleteReadError):
             pass
         finally:
+            # Frames read before the end were answered before it when reading
+            # waited for their slots: they still are (the end is not their client's).
+            while self._waiting:
+                self._room.clear()
+                await self._room.wait()
             await self._close()
 
     def _inflight_full(self) -> None:
@@ -185,17 +191,26 @@ class TcpConnection:
         window = self.broker.settings.max_inflight_per_connection
         if self._windowed >= window:
             self._inflight_full()
-        if msg.get("cmd") in UNQUEUED:
+        cmd = msg.get("cmd")
+        if isinstance(cmd, str) and cmd in UNQUEUED:  # (a fuzzed cmd may be unhashable)
             self._start(self._serve(msg, arrived, gone), windowed=False)
             return
         while self._windowed >= 2 * window:
             self._room.clear()
             await self._room.wait()
+        self._waiting += 1
         self._start(self._serve_in_window(msg, arrived, gone), windowed=True)
 
     async def _serve_in_window(self, msg: dict[str, Any], arrived: float, gone: bool) -> None:
-        async with self._slots:
+        try:
+            await self._slots.acquire()
+        finally:
+            self._waiting -= 1
+            self._room.set()
+        try:
             await self._serve(msg, arrived, gone)
+        finally:
+            self._slots.release()
 
     async def _serve(self, msg: dict[str, Any], arrived: float, gone: bool) -> None:
         if self._fresh(msg, arrived, gone):
