@@ -3,11 +3,15 @@
 - :func:`table_health`: dead and live tuples, table and index sizes of the hot tables;
 - :func:`rss_bytes` / :func:`cpu_seconds`: a process's memory and CPU time from /proc;
 - :class:`TimedPulls`: wraps a transport's ``pull`` to record claim round trips;
-- :func:`broker_gauges`: gauges scraped from a broker's ``/metrics``.
+- :func:`broker_gauges`: gauges scraped from a broker's ``/metrics``;
+- :func:`broker_heap`: a broker's ``/heapstats`` (its in-memory books, objects by
+  type, tracemalloc's top lines while it traces) and :func:`broker_trace` to start
+  tracing.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import statistics
 import time
@@ -120,7 +124,7 @@ class TimedPulls:
 def broker_gauges(http_port: int, names: Iterable[str]) -> dict[str, float]:
     """The first sample of each named metric on one broker's /metrics."""
     wanted = set(names)
-    with urllib.request.urlopen(f"http://127.0.0.1:{http_port}/metrics", timeout=5) as reply:
+    with urllib.request.urlopen(f"http://127.0.0.1:{http_port}/metrics", timeout=30) as reply:
         text = reply.read().decode()
     found: dict[str, float] = {}
     for family in text_string_to_metric_families(text):
@@ -128,3 +132,23 @@ def broker_gauges(http_port: int, names: Iterable[str]) -> dict[str, float]:
             if sample.name in wanted and sample.name not in found:
                 found[sample.name] = float(sample.value)
     return found
+
+
+def broker_heap(http_port: int, top: int = 30) -> dict[str, Any]:
+    """One broker's ``GET /heapstats?top=N`` (a full ``gc.get_objects()`` walk)."""
+    url = f"http://127.0.0.1:{http_port}/heapstats?top={top}"
+    with urllib.request.urlopen(url, timeout=30) as reply:
+        answer: dict[str, Any] = json.loads(reply.read())
+    return answer
+
+
+def broker_trace(http_port: int, on: bool = True) -> None:
+    """Start (or stop) :mod:`tracemalloc` in one broker (``POST /gc``)."""
+    request = urllib.request.Request(
+        f"http://127.0.0.1:{http_port}/gc",
+        data=json.dumps({"tracemalloc": on}).encode(),
+        headers={"content-type": "application/json"},
+        method="POST",
+    )
+    with urllib.request.urlopen(request, timeout=30) as reply:
+        reply.read()

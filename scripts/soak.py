@@ -31,9 +31,18 @@ sys.path.insert(0, str(ROOT))
 
 from pgqueue.client import Job, Queue, Worker  # noqa: E402
 from pgqueue.client.tcp import TcpTransport  # noqa: E402
+from pgqueue.errors import IndeterminateCommit  # noqa: E402
 from scripts.cluster import Cluster  # noqa: E402
 from scripts.haproxy_config import HealthCheck  # noqa: E402
-from scripts.probes import HOT_TABLES, TimedPulls, broker_gauges, rss_bytes, table_health  # noqa: E402
+from scripts.probes import (  # noqa: E402
+    HOT_TABLES,
+    TimedPulls,
+    broker_gauges,
+    broker_heap,
+    broker_trace,
+    rss_bytes,
+    table_health,
+)
 
 QUEUE = "soak"
 PAD = "x" * 200  # a small realistic payload
@@ -44,6 +53,24 @@ MB = 1024 * 1024
 
 async def handler(job: Job) -> None:
     return None
+
+
+class _ClientWarnings(logging.Handler):
+    """The SDK's warnings (a connection dropped by the liveness check, say) as errors."""
+
+    def __init__(self, soak: Soak) -> None:
+        super().__init__(logging.WARNING)
+        self.soak = soak
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.soak.errors.append(
+            {
+                "at_s": self.soak.elapsed(),
+                "worker": None,
+                "type": "client warning",
+                "message": record.getMessage()[:300],
+            }
+        )
 
 
 class Soak:
@@ -57,6 +84,34 @@ class Soak:
         self.pushed = 0
         self.rows: list[dict[str, Any]] = []
         self.started = time.monotonic()
+        self.lost_jobs: list[dict[str, Any]] = []  # since the last row
+        self.errors: list[dict[str, Any]] = []  # since the last row
+        self.indeterminate = 0  # jobs of pushes of unknown outcome (pushed again)
+        logging.getLogger("pgqueue.client").addHandler(_ClientWarnings(self))
+
+    def watch(self, number: int, worker: Worker) -> None:
+        """Record each refused ack (a lost lease) and each error a worker emits."""
+
+        def lost(job: Job, error: Exception) -> None:
+            self.lost_jobs.append(
+                {"at_s": self.elapsed(), "worker": number, "job": job.id, "token": job.token}
+            )
+
+        def error(exc: Exception) -> None:
+            self.errors.append(
+                {
+                    "at_s": self.elapsed(),
+                    "worker": number,
+                    "type": type(exc).__name__,
+                    "message": str(exc)[:300],
+                }
+            )
+
+        worker.on("lost", lost)
+        worker.on("error", error)
+
+    def elapsed(self) -> float:
+        return round(time.monotonic() - self.started, 2)
 
     def completed(self) -> int:
         return sum(w.processed for w in self.workers)
@@ -74,7 +129,19 @@ class Soak:
                 await asyncio.sleep(0.02)  # load shaping: a bounded backlog
             n = min(a.chunk, a.jobs - self.pushed)
             self.pushed += n
-            await queue.add_bulk([{"name": "soak", "data": {"pad": PAD}} for _ in range(n)])
+            try:
+                await queue.add_bulk([{"name": "soak", "data": {"pad": PAD}} for _ in range(n)])
+            except IndeterminateCommit as exc:  # committed or not: pushed again, counted
+                self.pushed -= n
+                self.indeterminate += n
+                self.errors.append(
+                    {
+                        "at_s": self.elapsed(),
+                        "worker": None,
+                        "type": type(exc).__name__,
+                        "message": str(exc)[:300],
+                    }
+                )
 
     def report(self) -> dict[str, Any]:
         s = self.cluster.state
@@ -95,6 +162,7 @@ class Soak:
             "pushed": self.pushed,
             "completed": done,
             "lost_leases": sum(w.lost for w in self.workers),
+            "indeterminate_pushes": self.indeterminate,
             "jobs_per_s": round(
                 (done - previous["completed"]) / max(elapsed - previous["elapsed_s"], 1e-9)
             ),
@@ -103,25 +171,33 @@ class Soak:
             "outbox_lag_transactions": max(lags),
             "projection_staleness_s": max(staleness),
             "broker_rss_bytes": {b.broker_id: rss_bytes(b.pid or 0) for b in s.brokers},
+            "broker_heap": {b.broker_id: heap_summary(b.http_port) for b in s.brokers},
+            "lost": lost_summary(self.lost_jobs),
+            "worker_errors": error_summary(self.errors),
         }
+        self.lost_jobs, self.errors = [], []
         self.rows.append(row)
         print(summary_line(row), flush=True)
+        for line in detail_lines(row):
+            print(f"         {line}", flush=True)
         return row
 
     async def run(self) -> None:
         a = self.args
-        for _ in range(a.workers):
+        for number in a.tracemalloc:
+            broker_trace(self.cluster.state.broker(number).http_port)
+        for number in range(a.workers):
             transport = self.timed.wrap(await self.transport())
-            self.workers.append(
-                Worker(
-                    QUEUE,
-                    handler,
-                    transport,
-                    concurrency=a.concurrency,
-                    batch_size=a.concurrency,
-                    poll_timeout=0.5,
-                )
+            worker = Worker(
+                QUEUE,
+                handler,
+                transport,
+                concurrency=a.concurrency,
+                batch_size=a.concurrency,
+                poll_timeout=0.5,
             )
+            self.watch(number, worker)
+            self.workers.append(worker)
         queues = [Queue(QUEUE, await self.transport()) for _ in range(a.producers)]
         producers = [asyncio.create_task(self.produce(q)) for q in queues]
         next_report = time.monotonic() + a.report_s
@@ -142,6 +218,90 @@ class Soak:
             await asyncio.gather(*(w.close() for w in self.workers))
             await asyncio.gather(*(q.close() for q in queues))
             await asyncio.gather(*(t.close() for t in self.transports))
+
+
+def heap_summary(http_port: int) -> dict[str, Any]:
+    """What one broker holds: its books, object counts, tracemalloc's top lines."""
+    started = time.monotonic()
+    try:
+        heap = broker_heap(http_port)
+    except OSError as exc:  # a measurement, not a reason to stop the soak
+        return {"error": str(exc), "seconds": round(time.monotonic() - started, 1)}
+    tracing = heap["tracemalloc"]
+    return {
+        "seconds": round(time.monotonic() - started, 2),
+        "objects": heap["heap"]["objectCount"],
+        "collections": heap["collections"],
+        "top_types": {t["type"]: t["count"] for t in heap["topObjectTypes"][:8]},
+        "traced_bytes": tracing.get("currentBytes"),
+        "top_lines": [
+            {"where": line["where"], "kb": round(line["bytes"] / 1024), "count": line["count"]}
+            for line in tracing.get("top", [])
+        ],
+    }
+
+
+def lost_summary(lost: list[dict[str, Any]]) -> dict[str, Any]:
+    """Refused acks of one interval, grouped in runs of the same worker and second."""
+    groups: list[dict[str, Any]] = []
+    for item in lost:
+        last = groups[-1] if groups else None
+        if (
+            last is not None
+            and last["worker"] == item["worker"]
+            and item["at_s"] - last["at_s"] < 1
+        ):
+            last["jobs"] += 1
+            last["last_job"] = item["job"]
+        else:
+            groups.append(
+                {
+                    "at_s": item["at_s"],
+                    "worker": item["worker"],
+                    "jobs": 1,
+                    "first_job": item["job"],
+                    "last_job": item["job"],
+                    "token": item["token"],
+                }
+            )
+    return {"count": len(lost), "groups": groups}
+
+
+def error_summary(errors: list[dict[str, Any]]) -> dict[str, Any]:
+    by_type: dict[str, int] = {}
+    for item in errors:
+        by_type[item["type"]] = by_type.get(item["type"], 0) + 1
+    return {"count": len(errors), "by_type": by_type, "first": errors[:5]}
+
+
+def detail_lines(row: dict[str, Any], heaps: bool = True) -> list[str]:
+    lines = []
+    for broker, heap in row["broker_heap"].items() if heaps else ():
+        if "error" in heap:
+            lines.append(f"{broker}: /heapstats failed after {heap['seconds']} s: {heap['error']}")
+            continue
+        c = heap["collections"]
+        traced = heap["traced_bytes"]
+        lines.append(
+            f"{broker}: rss {row['broker_rss_bytes'][broker] / MB:.0f} MB, {heap['objects']:,}"
+            f" objects, projection {c.get('projectionEntries', 0):,}"
+            f" ({c.get('projectionBytes', 0) / MB:.0f} MB est.), claim book"
+            f" {c.get('claimBook', 0):,} + {c.get('claimBookClean', 0):,} clean,"
+            f" tcp {c.get('tcpConnections', 0)} ({heap['seconds']} s)"
+            + (f", traced {traced / MB:.0f} MB" if traced is not None else "")
+        )
+        for line in heap["top_lines"][:5]:
+            lines.append(f"  {line['kb']:>8} KB {line['count']:>8}  {line['where']}")
+    for group in row["lost"]["groups"]:
+        lines.append(
+            f"lost: {group['jobs']} acks refused at {group['at_s']:.1f}s, worker"
+            f" {group['worker']}, jobs {group['first_job']}..{group['last_job']}"
+            f" (token {group['token']})"
+        )
+    errors = row["worker_errors"]
+    if errors["count"]:
+        lines.append(f"errors: {errors['by_type']}; first: {errors['first'][:2]}")
+    return lines
 
 
 def summary_line(row: dict[str, Any]) -> str:
@@ -172,6 +332,8 @@ def flatness(rows: list[dict[str, Any]]) -> dict[str, tuple[float, float]]:
         out["claim p50 ms"] = row["claim"]["p50_ms"]
         out["claim p99 ms"] = row["claim"]["p99_ms"]
         out["broker RSS MB (max)"] = max(row["broker_rss_bytes"].values()) / MB
+        for broker, rss in row["broker_rss_bytes"].items():
+            out[f"{broker} RSS MB"] = rss / MB
         out["jobs/s"] = row["jobs_per_s"]
         return out
 
@@ -247,8 +409,8 @@ def markdown(rows: list[dict[str, Any]], command: str) -> str:
         "",
         "| elapsed | completed | jobs/s | dead tuples jobs / finished / events"
         " | MB jobs / finished / events (table+index) | claim p50 / p99 ms | outbox lag tx"
-        " | broker RSS MB (max) |",
-        "|---|---|---|---|---|---|---|---|",
+        " | broker RSS MB (each) | claim book clean records (max) | lost leases |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         t = r["tables"]
@@ -261,9 +423,15 @@ def markdown(rows: list[dict[str, Any]], command: str) -> str:
             f"| {r['elapsed_s']:.0f} s | {r['completed']:,} | {r['jobs_per_s']:,} | {dead}"
             f" | {size} | {r['claim']['p50_ms']:.1f} / {r['claim']['p99_ms']:.1f}"
             f" | {r['outbox_lag_transactions']:.0f}"
-            f" | {max(r['broker_rss_bytes'].values()) / MB:.0f} |"
+            f" | {' / '.join(f'{v / MB:.0f}' for v in r['broker_rss_bytes'].values())}"
+            f" | {clean_records(r):,} | {r.get('lost_leases', 0)} |"
         )
     return "\n".join(lines)
+
+
+def clean_records(row: dict[str, Any]) -> int:
+    heaps = row.get("broker_heap", {}).values()
+    return max((h.get("collections", {}).get("claimBookClean", 0) for h in heaps), default=0)
 
 
 def write_section(path: Path, section: str, text: str) -> None:
@@ -290,6 +458,16 @@ def main() -> int:
     p.add_argument("--backlog", type=int, default=20_000, help="most jobs waiting at once")
     p.add_argument("--report-s", type=float, default=60.0)
     p.add_argument("--retention-ms", type=int, default=60_000, help="completed jobs and events")
+    p.add_argument(
+        "--tracemalloc",
+        type=int,
+        nargs="*",
+        default=[],
+        metavar="N",
+        help="brokers to run tracemalloc in (their top allocating lines in every row): a"
+        " diagnosis, not figures — it slows them down, and each row's snapshot stops their"
+        " event loop for seconds (long enough for the SDK's liveness check to drop them)",
+    )
     p.add_argument("--no-write", action="store_true", help="do not touch docs/")
     args = p.parse_args()
     if not args.no_write:
@@ -326,9 +504,15 @@ def main() -> int:
         cluster.down()
         kept = keep_logs(run_dir)
         shutil.rmtree(run_dir, ignore_errors=True)
-    print(f"broker and HAProxy logs kept in {kept}")
+    (kept / "soak.json").write_text(json.dumps(soak.rows, indent=1) + "\n")
+    print(f"broker and HAProxy logs, and the rows (soak.json), kept in {kept}")
     if soak.rows:
-        print(f"acks refused as lost leases (those jobs ran again): {soak.rows[-1]['lost_leases']}")
+        last = soak.rows[-1]
+        print(f"acks refused as lost leases (those jobs ran again): {last['lost_leases']}")
+        print(f"jobs of pushes of unknown outcome (pushed again): {last['indeterminate_pushes']}")
+        for row in soak.rows:
+            for line in detail_lines(row, heaps=False):
+                print(f"  at {row['elapsed_s']:.0f} s: {line}")
     rows = soak.rows
     print("\nfirst full interval -> last full interval:")
     for name, (first, last) in flatness(rows).items():

@@ -32,7 +32,8 @@ answer in the other half drops the connection.  Its requests then end as
 above, well before their own timeout: sent again on another broker's
 connection when retrying is safe, indeterminate pushes, lost otherwise.  A
 broker that is merely slow answers the ping (the broker serves the frames of
-one connection concurrently), so a long poll or a slow command is left alone.
+one connection concurrently, and a Ping takes no slot of its in-flight window),
+so a long poll or a slow command is left alone.
 
 :attr:`ConnectionPool.frames` counts the frames sent per command.
 """

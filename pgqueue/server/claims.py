@@ -63,6 +63,11 @@ class ClaimBook:
         """Claims booked now (``/heapstats``, the dashboard's collections)."""
         return len(self._claims)
 
+    @property
+    def clean_records(self) -> int:
+        """Jobs remembered as ended cleanly (``/heapstats``: ``claimBookClean``)."""
+        return len(self._clean)
+
     def claimed(self, job_id: str, token: str, client_id: str, *, anonymous: bool) -> None:
         """A pull through this broker claimed ``job_id`` for ``client_id``."""
         fence = parse_fence(token) or 0
@@ -78,15 +83,21 @@ class ClaimBook:
             return None
         return claim.token
 
-    def ended(self, job_id: str, token: str | None, *, by_client: bool) -> None:
+    def ended(
+        self, job_id: str, token: str | None, *, by_client: bool, finished: bool = False
+    ) -> None:
         """The claim ``token`` of ``job_id`` (None: whichever is booked) is over:
         ``by_client`` when its client said so (ack, fail, a move), not when it
-        was taken away (its connection closed)."""
+        was taken away (its connection closed).  A clean end is remembered for
+        the job's next claim, except when ``finished`` (an ACK: the job is not
+        claimed again, and a record per completed job would only fill the book
+        to its bound; should it run again, its next claim is connection-bound,
+        the safe side)."""
         claim = self._claims.get(job_id)
         if claim is None or (token is not None and claim.token != token):
             return
         del self._claims[job_id]
-        if by_client and claim.chained:
+        if by_client and claim.chained and not finished:
             fence = parse_fence(claim.token)
             if fence is not None:
                 self._put(self._clean, job_id, fence)

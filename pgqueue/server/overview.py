@@ -83,7 +83,9 @@ def collections(broker: BrokerHost) -> dict[str, int]:
     projection = broker.projection
     return {
         "projectionEntries": projection.stats.entries if projection is not None else 0,
+        "projectionBytes": projection.stats.bytes if projection is not None else 0,
         "claimBook": len(broker.claims),
+        "claimBookClean": broker.claims.clean_records,
         "tcpConnections": len(broker.tcp.connections),
     }
 

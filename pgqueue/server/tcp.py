@@ -1,8 +1,11 @@
 """bunqueue's TCP transport: length-prefixed msgpack frames, served concurrently.
 
 Per connection: frames are decoded and served concurrently up to
-``max_inflight_per_connection`` (then reading pauses: backpressure); answers go
-back as they finish, matched by ``reqId``.  A frame that declares more than
+``max_inflight_per_connection``; as many again are read and wait for a slot, in
+order (then reading pauses: backpressure); answers go back as they finish,
+matched by ``reqId``.  A ``Ping`` takes no slot: it is answered at once however
+full the window, so a client's liveness check hears from a broker that is slow
+but alive (a connection it drops gives back the jobs pulled on it).  A frame that declares more than
 ``max_frame_bytes`` is refused from its header, before its body is read; a
 frame still incomplete ``idle_partial_frame_ms`` after its first byte arrived
 ends the connection, however its bytes trickle in (slowloris); a client that
@@ -24,6 +27,7 @@ import asyncio
 import contextlib
 import logging
 import ssl as ssl_module
+from collections.abc import Coroutine
 from typing import TYPE_CHECKING, Any
 
 from pgqueue.errors import FrameTooLarge, ProtocolError
@@ -46,6 +50,10 @@ __all__ = ["TcpConnection", "TcpServer"]
 
 log = logging.getLogger("pgqueue.tcp")
 
+# Served at once, without a slot of the in-flight window: the SDK's liveness check
+# (pgqueue/client/pool.py) must hear from a broker that is slow but alive.
+UNQUEUED = frozenset({"Ping"})
+
 
 class TcpConnection:
     """One client connection."""
@@ -61,7 +69,12 @@ class TcpConnection:
         self.client.send = self.send
         self._frames = FrameReader(settings.max_frame_bytes)
         self._slots = asyncio.Semaphore(settings.max_inflight_per_connection)
+        # Frames read and not answered: in flight, or waiting for a slot (at most
+        # as many again; then reading pauses).  A Ping reads past a full window.
         self._tasks: set[asyncio.Task[None]] = set()
+        self._windowed = 0  # of those, the frames that take (or wait for) a slot
+        self._waiting = 0  # of those, the frames still waiting for one
+        self._room = asyncio.Event()
         self.peer = writer.get_extra_info("peername")
         self._last_read = asyncio.get_running_loop().time()
         self._partial_since: float | None = None  # when the incomplete frame began
@@ -129,15 +142,15 @@ class TcpConnection:
                 self._last_read = now
                 gone = bool(bodies) and self._peer_gone()
                 for body in bodies:
-                    if self._slots.locked():
-                        self._inflight_full()
-                    await self._slots.acquire()
-                    task = asyncio.create_task(self._serve_frame(body, arrived, gone))
-                    self._tasks.add(task)
-                    task.add_done_callback(self._finished)
+                    await self._admit(body, arrived, gone)
         except (ConnectionError, asyncio.IncompleteReadError):
             pass
         finally:
+            # Frames read before the end were answered before it when reading
+            # waited for their slots: they still are (the end is not their client's).
+            while self._waiting:
+                self._room.clear()
+                await self._room.wait()
             await self._close()
 
     def _inflight_full(self) -> None:
@@ -151,23 +164,57 @@ class TcpConnection:
                 self.broker.settings.max_inflight_per_connection,
             )
 
-    def _finished(self, task: asyncio.Task[None]) -> None:
-        self._tasks.discard(task)
-        self._slots.release()
+    def _start(self, serving: Coroutine[Any, Any, None], *, windowed: bool) -> None:
+        task = asyncio.create_task(serving)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        if windowed:
+            self._windowed += 1
+            task.add_done_callback(self._left_window)
+
+    def _left_window(self, task: asyncio.Task[None]) -> None:
+        self._windowed -= 1
+        self._room.set()
 
     def _peer_gone(self) -> bool:
         """The client closed (or reset) its end: nobody waits for these answers."""
         return self.reader.at_eof() or peer_closed(self.writer.get_extra_info("socket"))
 
-    async def _serve_frame(self, body: bytes, arrived: float, gone: bool) -> None:
+    async def _admit(self, body: bytes, arrived: float, gone: bool) -> None:
+        """Start serving one frame: a Ping at once, anything else in the window
+        (reading pauses while as many again wait for a slot)."""
         try:
             msg = unpack(body)
         except ProtocolError as exc:
             self.send(error_response(exc.message, request_id_of_undecodable(body)))
             return
-        if not self._fresh(msg, arrived, gone):
+        window = self.broker.settings.max_inflight_per_connection
+        if self._windowed >= window:
+            self._inflight_full()
+        cmd = msg.get("cmd")
+        if isinstance(cmd, str) and cmd in UNQUEUED:  # (a fuzzed cmd may be unhashable)
+            self._start(self._serve(msg, arrived, gone), windowed=False)
             return
-        self.send(await dispatch(self.broker, self.client, msg))
+        while self._windowed >= 2 * window:
+            self._room.clear()
+            await self._room.wait()
+        self._waiting += 1
+        self._start(self._serve_in_window(msg, arrived, gone), windowed=True)
+
+    async def _serve_in_window(self, msg: dict[str, Any], arrived: float, gone: bool) -> None:
+        try:
+            await self._slots.acquire()
+        finally:
+            self._waiting -= 1
+            self._room.set()
+        try:
+            await self._serve(msg, arrived, gone)
+        finally:
+            self._slots.release()
+
+    async def _serve(self, msg: dict[str, Any], arrived: float, gone: bool) -> None:
+        if self._fresh(msg, arrived, gone):
+            self.send(await dispatch(self.broker, self.client, msg))
 
     def _fresh(self, msg: dict[str, Any], arrived: float, gone: bool) -> bool:
         """Whether to serve ``msg``; answers (or drops) a stale one."""

@@ -298,12 +298,41 @@ async def test_the_per_connection_inflight_cap_pauses_reading_without_losing_fra
             asyncio.create_task(client.call("PULL", {"queue": f"idle-{i}", "timeout": 1500}))
             for i in range(2)
         ]
-        pings = [asyncio.create_task(client.call("Ping")) for _ in range(5)]
+        # (not Pings: they take no slot, see the test below)
+        reads = [
+            asyncio.create_task(client.call("IsPaused", {"queue": "idle-q"})) for _ in range(5)
+        ]
         loop = asyncio.get_running_loop()
         started = loop.time()
-        answers = await asyncio.gather(*pings)
-        assert all(a["data"]["pong"] for a in answers)
-        assert loop.time() - started > 0.5, "the pings waited for a free slot"
+        answers = await asyncio.gather(*reads)
+        assert all(a["paused"] is False for a in answers)
+        assert loop.time() - started > 0.5, "the requests waited for a free slot"
+        assert [answer["job"] for answer in await asyncio.gather(*polls)] == [None, None]
+    finally:
+        await client.close()
+
+
+async def test_a_ping_is_answered_while_the_inflight_window_is_full(
+    brokers: BrokerFactory,
+) -> None:
+    # The SDK's liveness check pings a connection whose requests heard nothing
+    # for 5 s and drops it when the ping goes unanswered for 5 s more.  A ping
+    # that waited behind a full window of slow requests dropped a live broker's
+    # connection, which gave back its pulled jobs: the soak's refused acks.
+    broker = brokers.start("pinged", "--max-inflight", "2", http=False)
+    client = await connect(broker)
+    try:
+        polls = [
+            asyncio.create_task(client.call("PULL", {"queue": f"idle-{i}", "timeout": 6000}))
+            for i in range(2)
+        ]
+        queued = [  # as many again as the window wait for a slot, read
+            asyncio.create_task(client.call("IsPaused", {"queue": "idle-q"})) for _ in range(2)
+        ]
+        pong = await asyncio.create_task(client.call("Ping", timeout=3))  # sent last
+        assert pong["data"]["pong"] is True
+        assert not any(task.done() for task in (*polls, *queued)), "the window was not full"
+        assert [answer["paused"] for answer in await asyncio.gather(*queued)] == [False] * 2
         assert [answer["job"] for answer in await asyncio.gather(*polls)] == [None, None]
     finally:
         await client.close()

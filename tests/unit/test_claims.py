@@ -65,3 +65,24 @@ def test_the_book_is_bounded() -> None:
         book.claimed(f"j{i}", "1:a", "c", anonymous=True)
     assert book.token_for("j0", "c") is None
     assert book.token_for("j2", "c") == "1:a"
+
+
+def test_completed_jobs_leave_nothing_in_the_book() -> None:
+    # A completed job is not claimed again: remembering that its claim ended
+    # cleanly only filled the book to its bound (the soak's broker RSS).
+    book = ClaimBook()
+    for i in range(1000):
+        book.claimed(f"j{i}", "1:a", "c", anonymous=True)
+        book.ended(f"j{i}", "1:a", by_client=True, finished=True)
+    assert len(book) == 0
+    assert book.clean_records == 0
+
+
+def test_a_fail_that_retries_still_leaves_its_clean_record() -> None:
+    book = ClaimBook()
+    book.claimed("j", "1:a", "c1", anonymous=True)
+    book.ended("j", "1:a", by_client=True)
+    assert book.clean_records == 1
+    book.claimed("j", "2:b", "c1", anonymous=True)
+    assert book.clean_records == 0
+    assert book.token_for("j", "c2") == "2:b"

@@ -98,10 +98,11 @@ def _token(req: Request, job_id: str, given: str | None) -> str | None:
     )
 
 
-def _forget(req: Request, outcome: ItemOutcome, token: str) -> None:
+def _forget(req: Request, outcome: ItemOutcome, token: str, *, finished: bool) -> None:
+    """The claim is over (``finished``: by an ACK, the job is done)."""
     if outcome.applied or outcome.reason == "already-finalized":
         req.client.pulled.pop(outcome.job_id, None)
-        req.broker.claims.ended(outcome.job_id, token, by_client=outcome.applied)
+        req.broker.claims.ended(outcome.job_id, token, by_client=outcome.applied, finished=finished)
 
 
 def _aligned(f: Fields, name: str, ids: list[str], command_name: str) -> list[Any] | None:
@@ -144,7 +145,7 @@ async def ack(req: Request) -> dict[str, Any] | None:
     result = f.opt_json_value("result")
     remove = removal_value(f, "removeOnComplete")
     outcome = await req.broker.ack(AckItem(job_id, token, result, remove))
-    _forget(req, outcome, token)
+    _forget(req, outcome, token, finished=True)
     return _finalized(outcome)
 
 
@@ -179,7 +180,7 @@ async def ack_batch(req: Request) -> dict[str, Any] | None:
         if outcome.error is not None:
             failed.append((index, outcome.error))
             continue
-        _forget(req, outcome, item.token)
+        _forget(req, outcome, item.token, finished=True)
         if outcome.reason == "already-finalized":
             finalized.append(index)
         elif not outcome.applied:
@@ -209,7 +210,7 @@ async def fail(req: Request) -> dict[str, Any] | None:
     unrecoverable = f.opt_bool("unrecoverable", default=False)
     f.opt_bool("removeOnFail")  # type-checked; the job's own removeOnFail applies
     outcome = await req.broker.fail(FailItem(job_id, token, error, stack, unrecoverable))
-    _forget(req, outcome, token)
+    _forget(req, outcome, token, finished=False)
     return _finalized(outcome)
 
 

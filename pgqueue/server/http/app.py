@@ -328,7 +328,10 @@ def _system_handlers(state: HttpState) -> dict[str, Handler]:
         refused, _ = _refusal(state, request)
         if refused is not None:
             return refused
-        return json_response(debug.heap_stats(broker))
+        top = request.query_params.get("top", str(debug.TOP_LINES))
+        if not top.isdigit() or not 1 <= int(top) <= debug.MAX_TOP_LINES:
+            return error_response(400, f"top must be an integer from 1 to {debug.MAX_TOP_LINES}")
+        return json_response(debug.heap_stats(broker, top=int(top)))
 
     return {
         "live": live,

@@ -10,8 +10,8 @@ meaningful here:
   ``collected`` the unreachable objects found.  A body ``{"tracemalloc": true}``
   starts :mod:`tracemalloc` (``false`` stops it): while it traces, ``heapUsed``
   / ``heapTotal`` are the traced current and peak bytes, and ``/heapstats``
-  lists the lines that allocated most.  Tracing slows the broker down; turn it
-  off when done.
+  lists the lines that allocated most (``?top=N``, default 10, at most 200).
+  Tracing slows the broker down; turn it off when done.
 * ``GET /heapstats`` answers ``{ok, memory, heap: {objectCount,
   protectedCount, globalCount}, gc, collections, topObjectTypes, tracemalloc}``:
   the objects the collector tracks (by type, the 20 most common), the modules
@@ -39,6 +39,7 @@ __all__ = ["collect", "heap_stats", "set_tracing"]
 
 TOP_TYPES = 20
 TOP_LINES = 10
+MAX_TOP_LINES = 200
 
 
 @cache
@@ -94,15 +95,16 @@ def collect() -> dict[str, Any]:
     }
 
 
-def heap_stats(broker: BrokerHost) -> dict[str, Any]:
-    """The tracked objects by type, GC generations, tracemalloc's top lines."""
+def heap_stats(broker: BrokerHost, top: int = TOP_LINES) -> dict[str, Any]:
+    """The tracked objects by type, GC generations, tracemalloc's ``top`` lines."""
     objects = gc.get_objects()
     by_type = Counter(type(obj).__name__ for obj in objects)
     tracing = _tracing()
     if tracemalloc.is_tracing():
-        top = tracemalloc.take_snapshot().statistics("lineno")[:TOP_LINES]
+        lines = tracemalloc.take_snapshot().statistics("lineno")[:top]
         tracing["top"] = [
-            {"where": str(stat.traceback), "bytes": stat.size, "count": stat.count} for stat in top
+            {"where": str(stat.traceback), "bytes": stat.size, "count": stat.count}
+            for stat in lines
         ]
     answer = {
         "ok": True,
