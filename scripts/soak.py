@@ -127,6 +127,10 @@ class Soak:
         while self.pushed < a.jobs:
             while self.pushed - self.completed() > a.backlog:  # noqa: ASYNC110
                 await asyncio.sleep(0.02)  # load shaping: a bounded backlog
+            if a.rate:  # load shaping: a steady push rate, so the tables hold a steady window
+                ahead = self.started + self.pushed / a.rate - time.monotonic()
+                if ahead > 0:
+                    await asyncio.sleep(ahead)
             n = min(a.chunk, a.jobs - self.pushed)
             self.pushed += n
             try:
@@ -456,6 +460,14 @@ def main() -> int:
     p.add_argument("--concurrency", type=int, default=100, help="per worker (and pull batch)")
     p.add_argument("--chunk", type=int, default=500, help="jobs per add_bulk")
     p.add_argument("--backlog", type=int, default=20_000, help="most jobs waiting at once")
+    p.add_argument(
+        "--rate",
+        type=float,
+        default=0,
+        help="push at most this many jobs/s in all (0: as fast as the backlog allows); "
+        "a steady rate keeps a steady retention window in the tables, so their sizes "
+        "show ageing rather than the machine's changing speed",
+    )
     p.add_argument("--report-s", type=float, default=60.0)
     p.add_argument("--retention-ms", type=int, default=60_000, help="completed jobs and events")
     p.add_argument(
