@@ -190,8 +190,9 @@ class Notifier(Service):
         self.notifications += 1
         first, last = hint.get("a"), hint.get("b")
         queues = hint.get("q")
-        if (first, last) in self._own_ranges:
-            self._own_ranges.remove((first, last))  # its queues were woken at hint time
+        own: Any = (first, last)
+        if own in self._own_ranges:
+            self._own_ranges.remove(own)  # its queues were woken at hint time
         elif isinstance(queues, list):
             for queue in queues:
                 if isinstance(queue, str):
