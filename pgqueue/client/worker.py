@@ -332,6 +332,9 @@ class Worker(TransportOwner):
                 self._limiter.consume(len(leases), loop.time())
             for lease in leases:
                 self._begin(transport, lease)
+            # Let the handlers start before the next pull goes on the wire (its
+            # claim or PULLB wakes another process that would run first).
+            await asyncio.sleep(0)
 
     async def _give_back(self, transport: Transport, leases: list[Lease]) -> None:
         if leases:

@@ -11,7 +11,10 @@ commit record is flushed, which serialises every such commit (no group commit:
 merged into the next one, and a hint's own commit does not wait for the WAL flush.
 The notifier
 
-* wakes long-polling claims waiting on those queues,
+* wakes long-polling claims waiting on those queues: its own at once when its
+  process gives the hint (the commit is done; no round trip through the
+  database, and not woken again when that NOTIFY comes back), the others' on
+  the NOTIFY,
 * passes the event id range to the outbox reader's fast path,
 * reconnects with capped, jittered backoff when the connection breaks, and
   after every (re)connect tells everyone to resync (a lost NOTIFY only
@@ -28,6 +31,7 @@ import contextlib
 import json
 import logging
 import random
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
@@ -47,6 +51,7 @@ EventHint = Callable[[int, int], None]
 ResyncHook = Callable[[], None]
 
 MAX_HINT_QUEUES = 16
+OWN_RANGES = 64
 
 
 def hint_payload(namespace: str, queues: set[str] | None, first: int, last: int) -> str:
@@ -76,6 +81,8 @@ class Notifier(Service):
         self._hint_queues: set[str] | None = set()
         self._hint_range: tuple[int, int] | None = None
         self._hint_task: asyncio.Task[None] | None = None
+        # Ranges of the hints sent from here: their NOTIFY wakes nobody here again.
+        self._own_ranges: deque[tuple[int, int]] = deque(maxlen=OWN_RANGES)
 
     # -- waiting -----------------------------------------------------------
 
@@ -124,11 +131,14 @@ class Notifier(Service):
     def hint(self, queues: Iterable[str], first: int | None, last: int | None) -> None:
         """Announce committed events ``first..last`` of ``queues`` (never waits).
 
-        Merged with the hints not sent yet; one hint at a time is in flight.  A
-        lost hint only delays (readers and claims poll), so a failed send is
-        dropped."""
+        The claims of this process waiting on ``queues`` are woken at once.  Merged
+        with the hints not sent yet; one hint at a time is in flight.  A lost hint
+        only delays (readers and claims poll), so a failed send is dropped."""
         if first is None or last is None:
             return
+        queues = set(queues)
+        for queue in queues:
+            self.wake(queue)
         if self._hint_queues is not None:
             self._hint_queues.update(queues)
             if len(self._hint_queues) > MAX_HINT_QUEUES:
@@ -143,6 +153,7 @@ class Notifier(Service):
             first, last = self._hint_range
             queues, self._hint_queues, self._hint_range = self._hint_queues, set(), None
             payload = hint_payload(self._config.namespace, queues, first, last)
+            self._own_ranges.append((first, last))
             try:
                 await self._db.fetchval(Q.event_hint, payload=payload)
                 self.hints_sent += 1
@@ -177,14 +188,17 @@ class Notifier(Service):
         if not isinstance(hint, dict) or hint.get("ns") != self._config.namespace:
             return
         self.notifications += 1
+        first, last = hint.get("a"), hint.get("b")
         queues = hint.get("q")
-        if isinstance(queues, list):
+        own: Any = (first, last)
+        if own in self._own_ranges:
+            self._own_ranges.remove(own)  # its queues were woken at hint time
+        elif isinstance(queues, list):
             for queue in queues:
                 if isinstance(queue, str):
                     self.wake(queue)
         else:
             self.wake(None)
-        first, last = hint.get("a"), hint.get("b")
         if isinstance(first, int) and isinstance(last, int):
             for hook in self._event_hooks:
                 hook(first, last)

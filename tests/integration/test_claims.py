@@ -92,6 +92,22 @@ async def test_long_poll_falls_back_to_polling_without_listen(db_dsn: str, names
         assert [claim.id for claim in await waiting] == [job_id]
 
 
+async def test_a_push_wakes_a_long_poll_of_the_same_manager_without_the_notify(
+    db_dsn: str, namespace: str
+) -> None:
+    """The push's commit wakes the manager's own waiting claims at once: no NOTIFY
+    round trip through the database (nor, without LISTEN, the poll interval)."""
+    async with start_manager(
+        db_dsn, namespace, broker_id="c", poll_only=True, poll_interval_ms=60_000
+    ) as manager:
+        waiting = asyncio.create_task(manager.pull_batch("q", 1, timeout_ms=60_000))
+        await eventually(lambda: manager.ctx.notifier.waiter_count("q") == 1)
+        job_id = await manager.push("q", "n", None)
+        # Generous: the poll interval (60 s) is what it would take otherwise.
+        claims = await asyncio.wait_for(waiting, timeout=20)
+        assert [claim.id for claim in claims] == [job_id]
+
+
 async def test_long_poll_returns_empty_at_its_timeout(manager: PostgresQueueManager) -> None:
     started = time.monotonic()
     assert await manager.pull_batch("q", 1, timeout_ms=300) == []

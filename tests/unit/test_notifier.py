@@ -122,3 +122,34 @@ async def test_a_woken_waiter_does_not_wake_again_in_its_next_block(notifier: No
         notifier.wake("q")
     with notifier.waiter("q") as second:
         assert first.done() and not second.done()
+
+
+class _Hints:
+    """A database that takes hint statements and records their payloads."""
+
+    def __init__(self) -> None:
+        self.payloads: list[str] = []
+
+    async def fetchval(self, query: object, /, **params: Any) -> None:
+        self.payloads.append(params["payload"])
+
+
+async def test_a_hint_wakes_the_local_waiters_at_once_and_its_notify_does_not_again() -> None:
+    """After a commit, this process's own claims are woken without the NOTIFY round
+    trip; when that NOTIFY comes back, it still reaches the hooks but wakes nobody
+    (every claim registered since then began after the commit)."""
+    db = _Hints()
+    notifier = Notifier(cast(Database, db), Config(dsn="postgresql://unused/x", namespace="app"))
+    ranges: list[tuple[int, int]] = []
+    notifier.on_events(lambda first, last: ranges.append((first, last)))
+    with notifier.waiter("emails") as emails, notifier.waiter("sms") as sms:
+        notifier.hint(["emails"], 5, 6)
+        assert emails.done() and not sms.done()
+    await notifier.flush_hints()
+    [payload] = db.payloads
+    with notifier.waiter("emails") as later:
+        notifier.dispatch(payload)
+        assert not later.done()
+        notifier.dispatch(hint(a=7, b=7, q=["emails"]))  # someone else's: wakes
+        assert later.done()
+    assert ranges == [(5, 6), (7, 7)]
