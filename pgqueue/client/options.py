@@ -95,10 +95,13 @@ def check_job(
     prefix: str = "",
     allow_internal: bool = False,
     max_payload_bytes: int = MAX_PAYLOAD_BYTES_DEFAULT,
+    queue_checked: bool = False,
 ) -> JobSpec:
     """Raise :class:`ValidationError` (naming the field) unless the job is valid;
-    return the engine's spec of it (which a transport may reuse)."""
-    validate_queue_name(queue)
+    return the engine's spec of it (which a transport may reuse).  ``queue_checked``:
+    the caller validated the queue name already."""
+    if not queue_checked:
+        validate_queue_name(queue)
     if options:
         unknown = set(options) - JOB_OPTIONS
         if not allow_internal:

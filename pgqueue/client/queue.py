@@ -73,7 +73,7 @@ class Queue(TransportOwner):
         self, name: object, data: Any, opts: Mapping[str, Any] | None, prefix: str = ""
     ) -> JobInput:
         merged = merge_options(self.default_job_options, opts)
-        spec = check_job(self.name, name, data, merged, prefix=prefix)
+        spec = check_job(self.name, name, data, merged, prefix=prefix, queue_checked=True)
         return JobInput(str(name), data, merged, spec)
 
     def _job(self, transport: Transport, job_id: str, job: JobInput) -> Job:

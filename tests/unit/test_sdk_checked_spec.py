@@ -1,6 +1,9 @@
-"""A transport reuses the spec ``Queue`` validated only when it is what it would build."""
+"""A transport reuses the spec ``Queue`` validated only when it is what it would build;
+a job without options gets the dataclass's default spec, built the fast way."""
 
 from __future__ import annotations
+
+from dataclasses import MISSING, FrozenInstanceError, fields
 
 import pytest
 
@@ -8,7 +11,7 @@ from pgqueue.client.options import check_job
 from pgqueue.client.transport import JobInput, checked_spec
 from pgqueue.client.wire_options import job_entry
 from pgqueue.errors import ValidationError
-from pgqueue.manager.options import build_job_spec
+from pgqueue.manager.options import JobSpec, build_job_spec, plain_spec
 
 
 def _input(queue: str, data: object, **opts: object) -> JobInput:
@@ -38,3 +41,17 @@ def test_a_smaller_limit_checks_again() -> None:
     assert checked_spec(job, "q", size - 1) is None
     with pytest.raises(ValidationError, match="too large"):
         job_entry("q", job, custom_id_key="jobId", max_payload_bytes=size - 1)
+
+
+def test_a_plain_spec_is_the_dataclass_default() -> None:
+    """plain_spec shares its defaults between specs: none may be a mutable default_factory."""
+    assert all(f.default_factory is MISSING for f in fields(JobSpec))
+    spec = plain_spec("q", "n", "{}")
+    assert spec == JobSpec(queue="q", name="n", data_json="{}")
+    assert repr(spec) == repr(JobSpec(queue="q", name="n", data_json="{}"))
+    assert hash(spec) == hash(JobSpec(queue="q", name="n", data_json="{}"))
+    with pytest.raises(FrozenInstanceError):
+        spec.queue = "other"  # type: ignore[misc]
+    assert build_job_spec("q", "n", None, {}, max_payload_bytes=10) == spec.__class__(
+        queue="q", name="n", data_json="null"
+    )
