@@ -22,6 +22,7 @@ from pgqueue.client.transport import (
     Lease,
     Renewal,
     TransportEvent,
+    checked_spec,
 )
 from pgqueue.config import Config
 from pgqueue.db.foreign import executor_for_connection
@@ -53,12 +54,16 @@ class EmbeddedTransport:
         await self.manager.close()
 
     def _spec(self, queue: str, job: JobInput, prefix: str = "") -> JobSpec:
+        limit = self.manager.config.max_payload_bytes
+        spec = checked_spec(job, queue, limit)
+        if spec is not None:
+            return spec
         return build_job_spec(
             queue,
             job.name,
             job.data,
             dict(job.opts),
-            max_payload_bytes=self.manager.config.max_payload_bytes,
+            max_payload_bytes=limit,
             prefix=prefix,
         )
 

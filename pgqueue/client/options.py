@@ -18,7 +18,7 @@ from typing import Any
 
 from pgqueue.config import MAX_PAYLOAD_BYTES_DEFAULT
 from pgqueue.errors import ValidationError
-from pgqueue.manager.options import JOB_OPTIONS, build_job_spec
+from pgqueue.manager.options import JOB_OPTIONS, JobSpec, build_job_spec
 from pgqueue.vocabulary.job_options import JOB_OPTIONS as JOB_OPTIONS_DECLARED
 from pgqueue.vocabulary.job_options import (
     BackoffOptions,
@@ -95,9 +95,13 @@ def check_job(
     prefix: str = "",
     allow_internal: bool = False,
     max_payload_bytes: int = MAX_PAYLOAD_BYTES_DEFAULT,
-) -> None:
-    """Raise :class:`ValidationError` (naming the field) unless the job is valid."""
-    validate_queue_name(queue)
+    queue_checked: bool = False,
+) -> JobSpec:
+    """Raise :class:`ValidationError` (naming the field) unless the job is valid;
+    return the engine's spec of it (which a transport may reuse).  ``queue_checked``:
+    the caller validated the queue name already."""
+    if not queue_checked:
+        validate_queue_name(queue)
     if options:
         unknown = set(options) - JOB_OPTIONS
         if not allow_internal:
@@ -110,7 +114,7 @@ def check_job(
             raise ValidationError(
                 f"{prefix}unknown job option: {', '.join(hints)}", field=min(unknown)
             )
-    build_job_spec(
+    return build_job_spec(
         queue,
         name,
         data,

@@ -73,8 +73,8 @@ class Queue(TransportOwner):
         self, name: object, data: Any, opts: Mapping[str, Any] | None, prefix: str = ""
     ) -> JobInput:
         merged = merge_options(self.default_job_options, opts)
-        check_job(self.name, name, data, merged, prefix=prefix)
-        return JobInput(str(name), data, merged)
+        spec = check_job(self.name, name, data, merged, prefix=prefix, queue_checked=True)
+        return JobInput(str(name), data, merged, spec)
 
     def _job(self, transport: Transport, job_id: str, job: JobInput) -> Job:
         return Job(

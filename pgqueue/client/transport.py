@@ -24,6 +24,7 @@ from pgqueue.vocabulary.completions import AckItem, FailItem
 
 if TYPE_CHECKING:
     from pgqueue.client.schedulers import SchedulerInput
+    from pgqueue.manager.options import JobSpec
 
 __all__ = [
     "AckRequest",
@@ -34,6 +35,7 @@ __all__ = [
     "Renewal",
     "Transport",
     "TransportEvent",
+    "checked_spec",
 ]
 
 
@@ -46,6 +48,21 @@ class JobInput:
     name: str
     data: Any = None
     opts: Mapping[str, Any] = field(default_factory=dict)
+    spec: JobSpec | None = field(default=None, compare=False, repr=False)
+    """The engine's spec of this job as ``Queue`` validated it (None: not validated
+    here); a transport reuses it instead of building it again (:func:`checked_spec`)."""
+
+
+def checked_spec(job: JobInput, queue: str, max_payload_bytes: int) -> JobSpec | None:
+    """``job.spec`` when it is what ``build_job_spec(queue, ...)`` with this limit would
+    return: the same queue, and the data's JSON text within ``max_payload_bytes`` (the
+    one rule of the check that depends on the limit).  None: build it again."""
+    spec = job.spec
+    if spec is None or spec.queue != queue:
+        return None
+    text = spec.data_json
+    size = len(text) if text.isascii() else len(text.encode("utf-8"))
+    return spec if size <= max_payload_bytes else None
 
 
 @dataclass(frozen=True, slots=True)

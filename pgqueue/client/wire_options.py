@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from pgqueue.client.transport import JobInput
+from pgqueue.client.transport import JobInput, checked_spec
 from pgqueue.errors import ValidationError
 from pgqueue.manager.flows import flatten
 from pgqueue.manager.options import JobSpec, build_job_spec
@@ -98,7 +98,7 @@ def job_entry(
     if not isinstance(job.opts, Mapping):
         raise ValidationError(f"{prefix}opts must be a map", field="opts")
     opts = dict(job.opts)
-    spec = build_job_spec(
+    spec = checked_spec(job, queue, max_payload_bytes) or build_job_spec(
         queue, job.name, job.data, opts, max_payload_bytes=max_payload_bytes, prefix=prefix
     )
     entry: dict[str, Any] = {"name": job.name, "data": job.data}

@@ -22,6 +22,17 @@ The notifier
 
 With ``poll_only`` (PgBouncer in transaction mode) it never LISTENs; waiters
 simply time out after the poll interval.
+
+A hint after a commit goes out only when another listener of the namespace may
+hear it: each notifier says ``hello`` when its LISTEN starts and every other one
+of the namespace answers ``here``.  Until :data:`ALONE_AFTER_S` have passed after
+its own hello with no word from another listener, a notifier sends every hint;
+then, alone (a producer process with no worker or broker on the database), it
+hands its hints to its own waiters and hooks in-process and saves the statement
+(a sequential push was two statements, the hint as costly as the insert).  A
+hello from a newcomer ends that at once (and is answered), so the newcomer misses
+at most the hints of the moment its hello takes to arrive, which its resync after
+connecting and the polling cover.
 """
 
 from __future__ import annotations
@@ -31,6 +42,7 @@ import contextlib
 import json
 import logging
 import random
+import uuid
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
@@ -52,6 +64,9 @@ ResyncHook = Callable[[], None]
 
 MAX_HINT_QUEUES = 16
 OWN_RANGES = 64
+
+ALONE_AFTER_S = 2.0
+"""How long after its hello a notifier that heard no other listener keeps sending hints."""
 
 
 def hint_payload(namespace: str, queues: set[str] | None, first: int, last: int) -> str:
@@ -83,6 +98,13 @@ class Notifier(Service):
         self._hint_task: asyncio.Task[None] | None = None
         # Ranges of the hints sent from here: their NOTIFY wakes nobody here again.
         self._own_ranges: deque[tuple[int, int]] = deque(maxlen=OWN_RANGES)
+        # Listener presence (see the module docstring): this notifier's own id, when
+        # its hello went out, and whether another listener of the namespace spoke.
+        self.instance = uuid.uuid4().hex
+        self._hello_at: float | None = None
+        self.peers_heard = False
+        self.hints_kept = 0
+        self._presence_tasks: set[asyncio.Task[None]] = set()
 
     # -- waiting -----------------------------------------------------------
 
@@ -146,7 +168,31 @@ class Notifier(Service):
         low, high = self._hint_range or (first, last)
         self._hint_range = (min(low, first), max(high, last))
         if self._hint_task is None or self._hint_task.done():
+            if self.alone():
+                self._keep_hints()
+                return
             self._hint_task = asyncio.get_running_loop().create_task(self._send_hints())
+
+    def alone(self) -> bool:
+        """Whether no other listener of the namespace can hear a hint: this notifier
+        listens, said hello at least :data:`ALONE_AFTER_S` ago, and nobody answered."""
+        hello = self._hello_at
+        return (
+            hello is not None
+            and not self.peers_heard
+            and asyncio.get_running_loop().time() - hello >= ALONE_AFTER_S
+        )
+
+    def _keep_hints(self) -> None:
+        """Deliver the merged hints in this process only (what the NOTIFY would have
+        done on its way back through the LISTEN connection)."""
+        assert self._hint_range is not None
+        first, last = self._hint_range
+        queues, self._hint_queues, self._hint_range = self._hint_queues, set(), None
+        self.hints_kept += 1
+        asyncio.get_running_loop().call_soon(
+            self.dispatch, hint_payload(self._config.namespace, queues, first, last)
+        )
 
     async def _send_hints(self) -> None:
         while self._hint_range is not None:
@@ -166,6 +212,15 @@ class Notifier(Service):
         if task is not None and not task.done():
             with contextlib.suppress(Exception):
                 await task
+        if self._presence_tasks:
+            await asyncio.wait(set(self._presence_tasks))
+
+    async def stop(self) -> None:
+        await super().stop()
+        for task in list(self._presence_tasks):  # an answer given while stopping
+            task.cancel()
+        if self._presence_tasks:
+            await asyncio.wait(set(self._presence_tasks))
 
     # -- hooks ------------------------------------------------------------
 
@@ -187,6 +242,9 @@ class Notifier(Service):
             return
         if not isinstance(hint, dict) or hint.get("ns") != self._config.namespace:
             return
+        if "hello" in hint or "here" in hint:
+            self._presence(hint)
+            return
         self.notifications += 1
         first, last = hint.get("a"), hint.get("b")
         queues = hint.get("q")
@@ -202,6 +260,27 @@ class Notifier(Service):
         if isinstance(first, int) and isinstance(last, int):
             for hook in self._event_hooks:
                 hook(first, last)
+
+    def _presence(self, note: dict[str, Any]) -> None:
+        """Another listener of the namespace said hello (answer it) or here."""
+        sender = note.get("hello", note.get("here"))
+        if sender == self.instance or not isinstance(sender, str):
+            return
+        self.peers_heard = True
+        if "hello" in note:
+            self._announce("here")
+
+    def _announce(self, word: str) -> None:
+        payload = json.dumps({"ns": self._config.namespace, word: self.instance})
+        task = asyncio.get_running_loop().create_task(self._send_presence(payload))
+        self._presence_tasks.add(task)
+        task.add_done_callback(self._presence_tasks.discard)
+
+    async def _send_presence(self, payload: str) -> None:
+        try:
+            await self._db.fetchval(Q.event_hint, payload=payload)
+        except PgQueueError as exc:  # the other side keeps sending hints: nothing lost
+            log.debug("presence not sent (%s)", exc)
 
     def _resync(self) -> None:
         self.wake(None)
@@ -222,6 +301,8 @@ class Notifier(Service):
                 async with self._db.listen([CHANNEL]) as listener:
                     self.connected.set()
                     self.started.set()
+                    self._hello_at = asyncio.get_running_loop().time()
+                    self._announce("hello")
                     self._resync()
                     delay = 0.1
                     while True:
@@ -236,6 +317,7 @@ class Notifier(Service):
                 raise
             except (PgQueueError, OSError) as exc:
                 self.connected.clear()
+                self._hello_at = None  # not listening: hints go out until the next hello
                 self.reconnects += 1
                 log.warning("LISTEN connection lost (%s); reconnecting in %.1fs", exc, delay)
                 self.started.set()

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any
 
 from pgqueue import jsontext
@@ -45,6 +45,7 @@ __all__ = [
     "Keep",
     "build_job_spec",
     "encode_json",
+    "plain_spec",
     "removal_policy",
 ]
 
@@ -96,6 +97,30 @@ class JobSpec:
     created_at_ms: float | None = None
     opts_json: str = "{}"
     repeat: Mapping[str, Any] | None = None
+
+
+_PLAIN = JobSpec(queue="", name="", data_json="")
+# The slots' own setters (what the frozen __init__ reaches through object.__setattr__).
+_SETTERS = {f.name: vars(JobSpec)[f.name].__set__ for f in fields(JobSpec)}
+_PLAIN_DEFAULTS = tuple(
+    (_SETTERS[f.name], getattr(_PLAIN, f.name))
+    for f in fields(JobSpec)
+    if f.name not in ("queue", "name", "data_json")
+)
+_SET_QUEUE, _SET_NAME, _SET_DATA = _SETTERS["queue"], _SETTERS["name"], _SETTERS["data_json"]
+
+
+def plain_spec(queue: str, name: str, data_json: str) -> JobSpec:
+    """``JobSpec(queue=queue, name=name, data_json=data_json)``, every other field its
+    default, built without the frozen ``__init__`` (which sets each of the 26 fields
+    through ``object.__setattr__``; most jobs carry no option and this is their spec)."""
+    spec: JobSpec = object.__new__(JobSpec)
+    _SET_QUEUE(spec, queue)
+    _SET_NAME(spec, name)
+    _SET_DATA(spec, data_json)
+    for setter, value in _PLAIN_DEFAULTS:
+        setter(spec, value)
+    return spec
 
 
 def encode_json(
@@ -377,7 +402,7 @@ def build_job_spec(
             raise
         raise ValidationError(prefix + exc.message, field=exc.field) from exc
     if not options:
-        return JobSpec(queue=queue, name=str(name), data_json=data_json)
+        return plain_spec(queue, str(name), data_json)
     unknown = set(options) - JOB_OPTIONS
     if unknown:
         raise ValidationError(

@@ -81,6 +81,12 @@ _DECLARED = tuple(
 engine does not act on (type-checked all the same: ``durable`` only matters to
 bunqueue's SQLite mode; ``groupMaxSize`` and ``sizeLimit`` are not built)."""
 
+_DECLARED_WIRES = tuple(
+    (option, wire or "") for option in _DECLARED for wire in (option.wire, *option.wire_aliases)
+)
+"""Each of :data:`_DECLARED` with each of its wire names, in reading order (a job names
+few of them: the absent ones are skipped)."""
+
 
 def removal_value(fields: Fields, name: str) -> Any:
     """removeOnComplete/removeOnFail: a boolean, or BullMQ's count / {age, count}
@@ -121,11 +127,13 @@ def check_pull_group(fields: Fields) -> GroupDefaults | None:
 def job_options_from_wire(fields: Fields, *, custom_id_key: str) -> dict[str, Any]:
     """The engine options of one job input (PUSH body, PUSHB entry, PUSHF input)."""
     opts: dict[str, Any] = {}
-    for option in _DECLARED:
-        for wire in (option.wire, *option.wire_aliases):
-            value = _read_declared(fields, option, wire or "")
-            if value is not None and value != [] and option.python is not None:
-                opts[option.python] = value
+    message = fields.message
+    for option, wire in _DECLARED_WIRES:
+        if wire not in message:
+            continue  # what reading it would give: nothing
+        value = _read_declared(fields, option, wire)
+        if value is not None and value != [] and option.python is not None:
+            opts[option.python] = value
     backoff = fields.get("backoff")
     if backoff is not None:
         if isinstance(backoff, Mapping):

@@ -7,9 +7,12 @@ import contextlib
 import json
 
 import asyncpg
+import pytest
 
+from pgqueue.manager import notifier as notifier_module
 from pgqueue.manager.outbox import Event, Subscription
 from pgqueue.runtime import PostgresQueueManager
+from pgqueue.testing import eventually
 from tests.conftest import start_manager
 from tests.helpers import trim_until
 
@@ -305,11 +308,21 @@ async def test_push_and_ack_hint_their_events_after_the_commit(
 ) -> None:
     """The hot path's NOTIFY leaves the writing transaction (which would otherwise hold
     the cluster-wide notification lock until its commit is flushed) and still names the
-    namespace, the queue and the events' id range."""
+    namespace, the queue and the events' id range.  The listener says hello, as every
+    notifier does: a manager that heard no other listener keeps its hints in-process."""
     hints: asyncio.Queue[dict[str, object]] = asyncio.Queue()
+
+    def on_note(*args: object) -> None:
+        note = json.loads(str(args[3]))
+        if "hello" not in note and "here" not in note:
+            hints.put_nowait(note)
+
     listener = await asyncpg.connect(db_dsn)
     try:
-        await listener.add_listener("pgqueue_events", lambda *a: hints.put_nowait(json.loads(a[3])))
+        await listener.add_listener("pgqueue_events", on_note)
+        hello = json.dumps({"ns": namespace, "hello": "test-listener"})
+        await listener.execute(f"NOTIFY pgqueue_events, '{hello}'")
+        await eventually(lambda: manager.notifier.peers_heard, message="the hello heard")
         job_id = await manager.push("hinted", "n", 1)
         pushed = await asyncio.wait_for(hints.get(), 10)
         [claim] = await manager.pull_batch("hinted", 1)
@@ -331,3 +344,36 @@ async def test_push_and_ack_hint_their_events_after_the_commit(
     )
     assert (acked["ns"], acked["q"]) == (namespace, ["hinted"])
     assert acked["a"] <= by_type["completed"] <= acked["b"]  # type: ignore[operator]
+
+
+async def test_a_lone_manager_keeps_its_hints_in_process_until_another_listener_says_hello(
+    db_dsn: str, namespace: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Nobody else listens: a push's hint costs no statement, and the manager's own
+    long-polling claim still wakes at once.  A second manager's hello (answered with
+    here) makes both send their hints again, and each hears the other's."""
+    monkeypatch.setattr(notifier_module, "ALONE_AFTER_S", 0.2)
+    async with start_manager(db_dsn, namespace, broker_id="lone", poll_interval_ms=10_000) as a:
+        notifier = a.notifier
+        await eventually(notifier.alone, message="alone")
+        sent = notifier.hints_sent
+        claim = asyncio.create_task(a.pull_batch("solo", 1, timeout_ms=8_000))
+        await eventually(lambda: notifier.waiter_count("solo") == 1, message="the claim waits")
+        started = asyncio.get_running_loop().time()
+        job_id = await a.push("solo", "n", 1)
+        [claimed] = await claim
+        assert claimed.id == job_id
+        assert asyncio.get_running_loop().time() - started < 5  # woken, not the 10 s poll
+        assert notifier.hints_sent == sent and notifier.hints_kept >= 1
+        async with start_manager(db_dsn, namespace, broker_id="second") as b:
+            await eventually(lambda: notifier.peers_heard, message="a heard b's hello")
+            await eventually(lambda: b.notifier.peers_heard, message="b heard a's answer")
+            assert not notifier.alone() and not b.notifier.alone()
+            waiting = asyncio.create_task(b.pull_batch("duo", 1, timeout_ms=8_000))
+            await eventually(lambda: b.notifier.waiter_count("duo") == 1, message="b waits")
+            started = asyncio.get_running_loop().time()
+            other = await a.push("duo", "n", 2)
+            [claimed] = await waiting
+            assert claimed.id == other
+            assert asyncio.get_running_loop().time() - started < 5
+            assert notifier.hints_sent > sent

@@ -214,10 +214,28 @@ CASES = [
 
 
 class Hints:
-    def __init__(self) -> None:
+    """A listener of the hints that answers a notifier's hello with here, as every
+    notifier does: a manager that heard no other listener keeps its hints in-process."""
+
+    def __init__(self, conn: asyncpg.Connection) -> None:
         self.seen: asyncio.Queue[str] = asyncio.Queue()
+        self.conn = conn
+        self.replies: set[asyncio.Task[object]] = set()
+
+    async def here(self, namespace: str) -> None:
+        note = json.dumps({"ns": namespace, "here": "test-listener"})
+        await self.conn.execute("SELECT pg_notify('pgqueue_events', $1)", note)
 
     def on(self, _c: object, _pid: int, _channel: str, payload: str) -> None:
+        if payload.startswith("{"):
+            note = json.loads(payload)
+            if "here" in note:
+                return
+            if "hello" in note:
+                task = asyncio.get_running_loop().create_task(self.here(note["ns"]))
+                self.replies.add(task)
+                task.add_done_callback(self.replies.discard)
+                return
         self.seen.put_nowait(payload)
 
     async def drain(self, dsn: str, namespace: str) -> list[list[str] | None]:
@@ -236,10 +254,12 @@ class Hints:
 
 @pytest.fixture
 async def hints(db_dsn: str) -> AsyncIterator[Hints]:
-    h = Hints()
     conn = await asyncpg.connect(db_dsn)
+    h = Hints(conn)
     await conn.add_listener("pgqueue_events", h.on)
     yield h
+    if h.replies:
+        await asyncio.wait(set(h.replies))
     await conn.close()
 
 

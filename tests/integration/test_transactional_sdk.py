@@ -62,7 +62,12 @@ class Hints:
         self.conn: asyncpg.Connection | None = None
 
     def _on(self, _c: object, _pid: int, _channel: str, payload: str) -> None:
-        if payload == "sentinel" or json.loads(payload).get("ns") == self.namespace:
+        if payload == "sentinel":
+            self.received.put_nowait(payload)
+            return
+        note = json.loads(payload)
+        # A notifier's hello / here (listener presence) is no hint.
+        if note.get("ns") == self.namespace and "hello" not in note and "here" not in note:
             self.received.put_nowait(payload)
 
     async def start(self, dsn: str) -> None:
