@@ -175,6 +175,7 @@ class Worker(TransportOwner):
         self._tasks: set[asyncio.Task[None]] = set()
         self.cancelled = 0  # jobs cancelled while they ran here (no outcome sent)
         self._held: dict[str, Job] = {}  # job id -> its claim, until its outcome is recorded
+        self._recording: set[str] = set()  # held jobs whose ACK or FAIL is on its way
         self._scopes: dict[str, asyncio.Timeout] = {}  # job id -> its handler's interruption
         self._threads: dict[str, asyncio.Future[Any]] = {}  # interrupted plain handlers
         self._wake = asyncio.Event()
@@ -516,12 +517,14 @@ class Worker(TransportOwner):
         """Send the job's outcome (ACK or FAIL) and release its claim here; True when
         it was recorded.  One that was not is reported: the job was cancelled, or
         its lease lost; a transport error is emitted."""
+        self._recording.add(job.id)
         try:
             applied = await send()
         except Exception as exc:  # outlive any transport error
             self.emit("error", exc)
             return False
         finally:
+            self._recording.discard(job.id)
             self._held.pop(job.id, None)
         if not applied:
             if job.is_cancelled():
@@ -560,7 +563,11 @@ class Worker(TransportOwner):
 
     async def _renew(self, transport: Transport) -> None:
         """Extend every lease held (one batched call); a job cancelled meanwhile
-        is interrupted, a lost lease reported."""
+        is interrupted, a lost lease reported.  A job whose outcome is on its way
+        is renewed too (the ACK may wait for its batch), but its loss is not
+        reported here (a cancellation still is): the renewal may have found it
+        finished by that very ACK, and the ACK's answer says which
+        (:meth:`_record`)."""
         held = [
             (job.id, job.token) for job in self._held.values() if job.token and not job.released
         ]
@@ -574,6 +581,8 @@ class Worker(TransportOwner):
         for (job_id, token), renewal in zip(held, outcomes, strict=True):
             job = self._held.get(job_id)
             if renewal == "renewed" or job is None or job.token != token:
+                continue
+            if renewal == "lost" and job_id in self._recording:
                 continue
             del self._held[job_id]
             if renewal == "cancelled":
