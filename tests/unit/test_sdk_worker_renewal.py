@@ -16,24 +16,20 @@ from typing import Any, cast
 from pgqueue import Worker
 from pgqueue.client.job import Job
 from pgqueue.client.transport import AckRequest, Lease, Renewal, Transport
+from tests.unit.worker_transport import QuietTransport
 
 
-class RacingTransport:
+class RacingTransport(QuietTransport):
     """One job; its ACK waits until a renewal of its lease has answered ``answer``."""
 
-    wide_ints = True
-
     def __init__(self, answer: Renewal, applied: bool) -> None:
+        super().__init__()
         self.answer: Renewal = answer
         self.applied = applied
         self.pulls = 0
-        self.closed = asyncio.Event()
         self.ack_sent = asyncio.Event()
         self.renewed = asyncio.Event()
         self.extends = 0
-
-    async def push(self, queue: str, job: Any) -> str:
-        raise NotImplementedError
 
     async def pull(
         self, queue: str, count: int, *, owner: str, lock_ttl_ms: int, timeout_ms: int
@@ -55,21 +51,6 @@ class RacingTransport:
             self.renewed.set()
             return [self.answer] * len(items)
         return ["renewed"] * len(items)
-
-    async def register_worker(self, *args: Any) -> None:
-        pass
-
-    async def unregister_worker(self, *args: Any) -> None:
-        pass
-
-    async def worker_heartbeat(self, *args: Any) -> None:
-        pass
-
-    async def release(self, items: Sequence[tuple[str, str]]) -> None:
-        pass
-
-    async def close(self) -> None:
-        self.closed.set()
 
 
 async def _run(transport: RacingTransport) -> tuple[list[Exception], list[Any], list[Any]]:

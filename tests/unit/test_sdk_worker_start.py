@@ -10,27 +10,23 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
-from typing import Any, cast
+from typing import cast
 
 from pgqueue import Worker
 from pgqueue.client.job import Job
 from pgqueue.client.transport import AckRequest, Lease, Transport
+from tests.unit.worker_transport import QuietTransport
 
 
-class RecordingTransport:
+class RecordingTransport(QuietTransport):
     """Hands out one batch of ``jobs`` on the first pull, then waits until closed."""
 
-    wide_ints = True
-
     def __init__(self, log: list[str], jobs: int) -> None:
+        super().__init__()
         self.log = log
         self.jobs = jobs
         self.pulls = 0
-        self.closed = asyncio.Event()
         self.pulled_again = asyncio.Event()
-
-    async def push(self, queue: str, job: Any) -> str:
-        raise NotImplementedError
 
     async def pull(
         self, queue: str, count: int, *, owner: str, lock_ttl_ms: int, timeout_ms: int
@@ -48,21 +44,6 @@ class RecordingTransport:
 
     async def ack(self, items: Sequence[AckRequest]) -> list[bool]:
         return [True] * len(items)
-
-    async def register_worker(self, *args: Any) -> None:
-        pass
-
-    async def unregister_worker(self, *args: Any) -> None:
-        pass
-
-    async def worker_heartbeat(self, *args: Any) -> None:
-        pass
-
-    async def release(self, items: Sequence[tuple[str, str]]) -> None:
-        pass
-
-    async def close(self) -> None:
-        self.closed.set()
 
 
 async def test_the_handlers_of_a_batch_start_before_the_next_pull_is_sent() -> None:
