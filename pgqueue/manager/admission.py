@@ -177,8 +177,9 @@ async def _insert(ex: Executor, ns: str, plan: _Plan, notifier: Notifier | None 
     """Insert the plan's jobs; hint their events after the commit through ``notifier``
     (``ex`` autocommits), or, without one, inside ``ex``'s transaction (at its commit)."""
     inserted: set[str] = set()
+    query = Q.job_insert_fresh if _all_fresh(plan) else Q.job_insert_batch
     for lo in range(0, len(plan.ids), CHUNK_SIZE):
-        rows = await ex.fetch(Q.job_insert_batch, **_insert_args(ns, plan, lo, lo + CHUNK_SIZE))
+        rows = await ex.fetch(query, **_insert_args(ns, plan, lo, lo + CHUNK_SIZE))
         inserted.update(row["id"] for row in rows)
         if not rows:
             continue
@@ -190,6 +191,12 @@ async def _insert(ex: Executor, ns: str, plan: _Plan, notifier: Notifier | None 
             payload = hint_payload(ns, queues, first, last)
             await ex.execute(Q.event_hint_in_transaction, payload=payload)
     return inserted
+
+
+def _all_fresh(plan: _Plan) -> bool:
+    """True when no job of ``plan`` can conflict: every id a generated UUIDv7 and no
+    unique key (the insert then needs no ``ON CONFLICT``: ``job_insert_fresh``)."""
+    return all(s.id is None and s.unique_key is None for s in plan.specs)
 
 
 def _needs_transaction(plan: _Plan) -> bool:

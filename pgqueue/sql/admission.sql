@@ -1,24 +1,6 @@
--- name: job_insert_batch
--- Admit a batch of jobs in one statement, with their 'pushed' outbox events,
--- the queue registry rows and their id range for the hint (event_range).  Rows whose id (custom id) or
--- live unique key already exists are skipped (ON CONFLICT DO NOTHING); the
--- caller resolves them. :namespace, :ids (text[]). Every other column is given twice:
--- an array aligned with the ids and a scalar (the same name + _batch) used when the
--- array is NULL — a column whose value is the same for the whole batch (most are, with
--- default options) is sent once, not once per job. The arrays, in order: :queue,
--- :name, :data, :priority, :lifo, :delay_ms, :max_attempts, :backoff_type,
--- :backoff_ms, :backoff_max_ms, :timeout_ms, :ttl_ms, :stall_timeout_ms,
--- :remove_on_complete, :remove_on_fail, :custom_id, :unique_key, :unique_ttl_ms,
--- :group_id, :parent_id, :parent_queue, :pending_deps, :has_dependents, :opts,
--- :created_at_ms (created_at_ms NULL = now; the client's clock, shown as createdAt
--- only: the TTL deadline counts from the database clock). The scalars: :queue_batch,
--- :name_batch, :data_batch, :priority_batch, :lifo_batch, :delay_ms_batch,
--- :max_attempts_batch, :backoff_type_batch, :backoff_ms_batch, :backoff_max_ms_batch,
--- :timeout_ms_batch, :ttl_ms_batch, :stall_timeout_ms_batch,
--- :remove_on_complete_batch, :remove_on_fail_batch, :custom_id_batch,
--- :unique_key_batch, :unique_ttl_ms_batch, :group_id_batch, :parent_id_batch,
--- :parent_queue_batch, :pending_deps_batch, :has_dependents_batch, :opts_batch,
--- :created_at_ms_batch.
+-- fragment: job_insert_rows
+-- The body of job_insert_batch / job_insert_fresh; {conflict}: the jobs insert's
+-- conflict clause.
 WITH input AS (
     SELECT *
     FROM unnest(:ids::text[], :queue::text[], :name::text[], :data::json[], :priority::int[],
@@ -88,7 +70,7 @@ WITH input AS (
            s.opts
     FROM dated s
     ORDER BY s.ord
-    ON CONFLICT DO NOTHING
+    {conflict}
     RETURNING id, queue, name, state, run_at, priority
 ), registered AS (
     INSERT INTO pgqueue_queues (namespace, queue)
@@ -112,6 +94,47 @@ WITH input AS (
 )
 SELECT n.id, n.queue, h.hint_first, h.hint_last
 FROM inserted n, hint h
+
+-- name: job_insert_batch
+-- Admit a batch of jobs in one statement, with their 'pushed' outbox events,
+-- the queue registry rows and their id range for the hint (event_range).  Rows whose id (custom id) or
+-- live unique key already exists are skipped (ON CONFLICT DO NOTHING); the
+-- caller resolves them. :namespace, :ids (text[]). Every other column is given twice:
+-- an array aligned with the ids and a scalar (the same name + _batch) used when the
+-- array is NULL — a column whose value is the same for the whole batch (most are, with
+-- default options) is sent once, not once per job. The arrays, in order: :queue,
+-- :name, :data, :priority, :lifo, :delay_ms, :max_attempts, :backoff_type,
+-- :backoff_ms, :backoff_max_ms, :timeout_ms, :ttl_ms, :stall_timeout_ms,
+-- :remove_on_complete, :remove_on_fail, :custom_id, :unique_key, :unique_ttl_ms,
+-- :group_id, :parent_id, :parent_queue, :pending_deps, :has_dependents, :opts,
+-- :created_at_ms (created_at_ms NULL = now; the client's clock, shown as createdAt
+-- only: the TTL deadline counts from the database clock). The scalars: :queue_batch,
+-- :name_batch, :data_batch, :priority_batch, :lifo_batch, :delay_ms_batch,
+-- :max_attempts_batch, :backoff_type_batch, :backoff_ms_batch, :backoff_max_ms_batch,
+-- :timeout_ms_batch, :ttl_ms_batch, :stall_timeout_ms_batch,
+-- :remove_on_complete_batch, :remove_on_fail_batch, :custom_id_batch,
+-- :unique_key_batch, :unique_ttl_ms_batch, :group_id_batch, :parent_id_batch,
+-- :parent_queue_batch, :pending_deps_batch, :has_dependents_batch, :opts_batch,
+-- :created_at_ms_batch.
+-- include: job_insert_rows(conflict=ON CONFLICT DO NOTHING)
+
+-- name: job_insert_fresh
+-- job_insert_batch for jobs whose ids are fresh UUIDv7s and that carry no unique key
+-- (pgqueue.manager.admission: a plain push): no ON CONFLICT, whose speculative insertion
+-- wrote 200-500 WAL bytes more per job (docs/performance.md); a collision, which fresh
+-- ids never make, would fail the statement with a unique violation instead.
+-- Parameters as job_insert_batch: :namespace, :ids, :queue, :name, :data, :priority,
+-- :lifo, :delay_ms, :max_attempts, :backoff_type, :backoff_ms, :backoff_max_ms,
+-- :timeout_ms, :ttl_ms, :stall_timeout_ms, :remove_on_complete, :remove_on_fail,
+-- :custom_id, :unique_key, :unique_ttl_ms, :group_id, :parent_id, :parent_queue,
+-- :pending_deps, :has_dependents, :opts, :created_at_ms; :queue_batch, :name_batch,
+-- :data_batch, :priority_batch, :lifo_batch, :delay_ms_batch, :max_attempts_batch,
+-- :backoff_type_batch, :backoff_ms_batch, :backoff_max_ms_batch, :timeout_ms_batch,
+-- :ttl_ms_batch, :stall_timeout_ms_batch, :remove_on_complete_batch,
+-- :remove_on_fail_batch, :custom_id_batch, :unique_key_batch, :unique_ttl_ms_batch,
+-- :group_id_batch, :parent_id_batch, :parent_queue_batch, :pending_deps_batch,
+-- :has_dependents_batch, :opts_batch, :created_at_ms_batch.
+-- include: job_insert_rows(conflict=)
 
 -- name: job_retire_finished_generations
 -- Parameters, in order: :namespace, :custom_ids.
