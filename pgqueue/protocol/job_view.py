@@ -25,24 +25,44 @@ def _ms(value: float | None) -> float | None:
 def _last_heartbeat(job: Job) -> float:
     """When the job's lease was last renewed: its last heartbeat, else its claim
     (bunqueue sets it at the claim too), else its creation."""
-    seen = [t for t in (job.last_heartbeat_at, job.started_at) if t is not None]
-    return float(max(seen)) if seen else float(job.created_at)
+    beat, started = job.last_heartbeat_at, job.started_at
+    if beat is None:
+        return float(job.created_at if started is None else started)
+    return float(beat if started is None else max(beat, started))
 
 
 def _from_opts(options: Mapping[str, Any]) -> dict[str, Any]:
     """The options kept in the job's ``opts`` document, as their declarations show them."""
-    shown: dict[str, Any] = {}
-    for option in _SHOWN:
-        value = options.get(option.name, option.view_default)
-        if option.kind in ("ids", "texts"):
+    if not options:  # the common case (a no-option job): every option at its default
+        shown = dict(_EMPTY)
+        for key in _EMPTY_LISTS:
+            shown[key] = list(_EMPTY[key])  # each view owns its lists
+        return shown
+    shown = {}
+    for name, key, kind, default in _SHOWN:
+        value = options.get(name, default)
+        if kind == "list":
             value = list(value or [])
-        elif option.kind == "boolean":
+        elif kind == "boolean":
             value = bool(value)
-        shown[option.wire or option.name] = value
+        shown[key] = value
     return shown
 
 
-_SHOWN = tuple(option for option in opts_options() if option.view)
+# (stored name, wire name, how it is shown, default): read once per process
+_SHOWN: tuple[tuple[str, str, str, Any], ...] = tuple(
+    (
+        option.name,
+        option.wire or option.name,
+        "list" if option.kind in ("ids", "texts") else option.kind,
+        option.view_default,
+    )
+    for option in opts_options()
+    if option.view
+)
+_EMPTY: dict[str, Any] = {}
+_EMPTY = _from_opts({"": None})  # the view of an empty ``opts`` (no option is named "")
+_EMPTY_LISTS = tuple(key for _, key, kind, _ in _SHOWN if kind == "list")
 
 
 TIMELINE_LIMIT = 20  # bunqueue keeps the last 20 entries
@@ -53,6 +73,16 @@ def _timeline(job: Job) -> list[dict[str, Any]]:
     20) from what the job row keeps: its creation, each failed attempt of the
     attempt log, the current claim and how it finished."""
     created = float(job.created_at)
+    if not job.attempt_log and job.finished_at is None:  # a first claim, or a waiting job
+        if job.started_at is None:
+            return [{"state": "waiting", "timestamp": created}]
+        started = float(job.started_at)
+        if started == created:
+            return [{"state": "waiting", "timestamp": created}]
+        active = {"state": "active", "timestamp": started, "attempt": 1}
+        if started < created:
+            return [active, {"state": "waiting", "timestamp": created}]
+        return [{"state": "waiting", "timestamp": created}, active]
     entries: list[dict[str, Any]] = [{"state": "waiting", "timestamp": created}]
     for attempt in job.attempt_log:
         number = attempt.get("attempt")

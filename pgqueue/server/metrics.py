@@ -299,10 +299,11 @@ class BrokerMetrics:
         self.command_seconds.labels(command).observe(seconds)
 
     def observe_pull(self, queue: str, jobs: list[dict[str, Any]]) -> None:
+        pickup = self._child(self.pickup, queue)  # once per frame, not per job
         for job in jobs:
             started, due = job.get("startedAt"), job.get("runAt")
             if isinstance(started, float) and isinstance(due, float):
-                self.pickup.labels(queue).observe(max(0.0, (started - due) / 1000))
+                pickup.observe(max(0.0, (started - due) / 1000))
 
     def _child(self, metric: Any, *labels: str) -> Any:
         """``metric.labels(*labels)``, looked up once (``labels`` validates and locks:
