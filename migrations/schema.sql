@@ -257,7 +257,7 @@ END) STORED NOT NULL,
     dlq_entered_at timestamp with time zone,
     token_salt uuid DEFAULT gen_random_uuid() NOT NULL,
     last_heartbeat_at timestamp with time zone
-) WITH (autovacuum_analyze_scale_factor=0.02, autovacuum_vacuum_cost_delay=0, autovacuum_vacuum_scale_factor=0.01, autovacuum_vacuum_threshold=1000, fillfactor=80);
+) WITH (autovacuum_analyze_scale_factor=0.02, autovacuum_vacuum_cost_delay=0, autovacuum_vacuum_scale_factor=0.01, autovacuum_vacuum_threshold=1000, fillfactor=100);
 
 CREATE TABLE public.pgqueue_leaders (
     namespace text COLLATE "C" NOT NULL,
@@ -847,6 +847,8 @@ CREATE INDEX pgqueue_finished_unique_key_idx ON public.pgqueue_finished USING bt
 
 CREATE INDEX pgqueue_job_logs_job_idx ON public.pgqueue_job_logs USING btree (namespace, job_id, id);
 
+CREATE INDEX pgqueue_jobs_active_idx ON public.pgqueue_jobs USING btree (namespace, queue) WHERE (state = 'active'::text);
+
 CREATE INDEX pgqueue_jobs_claim_idx ON public.pgqueue_jobs USING btree (namespace, queue, priority DESC, sort_key, id) WHERE ((state = 'pending'::text) AND (group_id IS NULL));
 
 CREATE INDEX pgqueue_jobs_expiry_idx ON public.pgqueue_jobs USING btree (namespace, expires_at) WHERE ((state = 'pending'::text) AND (expires_at IS NOT NULL));
@@ -857,7 +859,7 @@ CREATE INDEX pgqueue_jobs_group_claim_idx ON public.pgqueue_jobs USING btree (na
 
 CREATE INDEX pgqueue_jobs_lease_idx ON public.pgqueue_jobs USING btree (namespace, lease_until) WHERE (state = 'active'::text);
 
-CREATE INDEX pgqueue_jobs_listing_idx ON public.pgqueue_jobs USING btree (namespace, queue, state, created_at, id);
+CREATE INDEX pgqueue_jobs_listing_idx ON public.pgqueue_jobs USING btree (namespace, queue, state, created_at, id) WHERE (state <> 'active'::text);
 
 CREATE INDEX pgqueue_jobs_parent_idx ON public.pgqueue_jobs USING btree (namespace, parent_id) WHERE (parent_id IS NOT NULL);
 

@@ -54,6 +54,7 @@ KNOWN_REVISIONS = (
     "0018",
     "0019",
     "0023",
+    "0024",
 )
 SCHEMA_VERSION = KNOWN_REVISIONS[-1]
 # The first revision that declares, in ``pgqueue_schema_compat``, the oldest pgqueue

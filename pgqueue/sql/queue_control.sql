@@ -138,7 +138,28 @@ SELECT x.id, x.state, x.parent_id, x.opts FROM deleted x
 -- transaction (lost_dependencies.py).  No per-job event: the 'obliterated'
 -- event covers them.  :namespace.  Returns id, state, parent_id, opts of
 -- each deleted job.
--- include: obliterated_jobs_pick(table=pgqueue_jobs, when=(:with_active::bool OR j.state <> 'active'))
+-- Picked in two parts, each through its index: the listing index holds no
+-- active job (migration 0024), the active index only those.
+WITH idle AS (
+    SELECT j.id FROM pgqueue_jobs j
+    WHERE j.namespace = :namespace AND j.queue = :queue AND j.state <> 'active'
+    LIMIT :limit
+    FOR UPDATE
+), active AS (
+    SELECT j.id FROM pgqueue_jobs j
+    WHERE j.namespace = :namespace AND j.queue = :queue AND j.state = 'active'
+      AND :with_active::bool
+    LIMIT :limit - (SELECT count(*) FROM idle)
+    FOR UPDATE
+), picked AS (
+    SELECT id FROM idle
+    UNION ALL
+    SELECT id FROM active
+), deleted AS (
+    DELETE FROM pgqueue_jobs j USING picked p
+    WHERE j.namespace = :namespace AND j.id = p.id
+    RETURNING j.id, j.state, j.parent_id, j.opts
+),
 -- include: obliterated_jobs_rest
 
 -- name: job_obliterate_finished_page

@@ -55,7 +55,9 @@ WHERE f.namespace = :namespace AND f.id = :job_id
 
 -- name: job_counts_by_state
 -- Counts per reported state for one queue, and whether it is paused.
--- :namespace, :queue.
+-- :namespace, :queue.  The live jobs are read in two parts, each through its
+-- index: the listing index holds no active job (migration 0024), the active
+-- index only those.
 WITH live AS (
     SELECT CASE WHEN j.state = 'pending' AND j.run_at > statement_timestamp() THEN 'delayed'
                 WHEN j.state = 'pending' AND j.priority > 0 THEN 'prioritized'
@@ -63,8 +65,13 @@ WITH live AS (
                 ELSE j.state END AS state,
            count(*) AS n
     FROM pgqueue_jobs j
-    WHERE j.namespace = :namespace AND j.queue = :queue
+    WHERE j.namespace = :namespace AND j.queue = :queue AND j.state <> 'active'
     GROUP BY 1
+    UNION ALL
+    SELECT 'active', count(*)
+    FROM pgqueue_jobs j
+    WHERE j.namespace = :namespace AND j.queue = :queue AND j.state = 'active'
+    HAVING count(*) > 0
 ), done AS (
     SELECT f.state, count(*) AS n
     FROM pgqueue_finished f

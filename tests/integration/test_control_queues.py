@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from pgqueue.errors import InvalidState, JobNotFound, ValidationError
+from pgqueue.manager.control import queues
 from pgqueue.runtime import PostgresQueueManager
 from pgqueue.testing import eventually
 from tests.conftest import start_manager
@@ -310,6 +311,22 @@ async def test_obliterate_deletes_everything_of_the_queue_and_nothing_else(
             namespace,
         )
         assert obliterated == '{"count": 5}'
+
+
+async def test_a_forced_obliterate_pages_through_idle_and_active_jobs(
+    db_dsn: str, namespace: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A page takes the idle jobs first (listing index), then fills up with active ones
+    # (active index): with pages of 2, pages mix both and one holds active jobs only.
+    monkeypatch.setattr(queues, "BATCH_SIZE", 2)
+    async with start_manager(db_dsn, namespace, broker_id="a") as m:
+        await m.push_bulk("q", [{"name": "n", "data": i} for i in range(6)])
+        running = await m.pull_batch("q", 3)
+        assert await m.obliterate("q", force=True) == 6
+        assert await m.count("q") == 0
+        assert await count_rows(db_dsn, "pgqueue_jobs", namespace) == 0
+        with pytest.raises(JobNotFound):
+            await m.ack(running[0].id, running[0].token)
 
 
 async def _flow_with_child_in(m: PostgresQueueManager, queue: str, **child_opts: Any) -> list[str]:
