@@ -30,6 +30,8 @@ from pgqueue.vocabulary.names import validate_job_id, validate_queue_name
 __all__ = ["MAX_BULK", "BulkJob", "Queue"]
 
 MAX_BULK = 10_000
+_BULK_KEYS = frozenset({"name", "data", "opts"})
+"""The keys of an ``add_bulk`` entry."""
 RECHECK_FIRST = 0.05
 RECHECK_MAX = 2.0
 
@@ -118,10 +120,10 @@ class Queue(TransportOwner):
         """
         inputs = []
         for i, entry in enumerate(jobs):
-            if not isinstance(entry, Mapping):
+            if not isinstance(entry, dict) and not isinstance(entry, Mapping):
                 raise ValidationError(f"jobs[{i}]: must be a map", field="jobs")
-            extra = set(entry) - {"name", "data", "opts"}
-            if extra:
+            if not _BULK_KEYS.issuperset(entry):  # (a frozenset: no set built per job)
+                extra = set(entry) - _BULK_KEYS
                 raise ValidationError(
                     f"jobs[{i}]: unknown key: {', '.join(sorted(extra))} (options go under 'opts')",
                     field="jobs",

@@ -105,36 +105,101 @@ class _AsyncpgListener:
             raise DatabaseUnavailable(f"the LISTEN connection failed: {exc!r}") from exc
 
 
+def _closed(conn: asyncpg.Connection) -> bool:
+    try:
+        return bool(conn.is_closed())
+    except asyncpg.InterfaceError:  # the pool took it back when it closed
+        return True
+
+
+EXPRESS_STATEMENTS = 1_000
+"""Statements the express connection runs before it goes back through the pool's
+release (its checks: the connection's query budget, an expired generation)."""
+
+
 class AsyncpgDatabase:
-    """A pool of asyncpg connections."""
+    """A pool of asyncpg connections.
+
+    Autocommit statements take the *express* connection when it is free: a pool
+    connection kept after a statement while nobody waits for the pool, so that a
+    caller issuing one statement after the other (a sequential push) skips the
+    pool's acquire and release (their timeout scopes, the inactivity timer, the task
+    that shields the release): some 25 µs of client CPU per statement.  It goes back
+    to the pool as soon as anyone waits there, on any error or cancellation (exactly
+    where ``Pool.fetch`` releases), every :data:`EXPRESS_STATEMENTS` statements, and
+    at close; a transaction that finds it free takes it.  A connection that closed
+    while kept is handed back (the pool replaces it) before any statement is sent.
+    """
 
     def __init__(self, dsn: str, pool: asyncpg.Pool, connect_kwargs: Mapping[str, Any]) -> None:
         self.dsn = dsn
         self._pool = pool
         self._connect_kwargs = dict(connect_kwargs)
+        self._express: asyncpg.Connection | None = None
+        self._express_statements = 0
+        self._pool_waiters = 0
+        self._closing = False
 
     async def fetch(self, query: Query, /, *args: Any, **params: Any) -> list[Row]:
         with translating(write_sent=query.writes):
-            rows = await self._pool.fetch(query.sql, *query.arguments(args, params))
+            rows = await self._run("fetch", query.sql, query.arguments(args, params))
             return cast(list[Row], rows)
 
     async def fetchrow(self, query: Query, /, *args: Any, **params: Any) -> Row | None:
         with translating(write_sent=query.writes):
-            row = await self._pool.fetchrow(query.sql, *query.arguments(args, params))
+            row = await self._run("fetchrow", query.sql, query.arguments(args, params))
             return cast(Row | None, row)
 
     async def fetchval(self, query: Query, /, *args: Any, **params: Any) -> Any:
         with translating(write_sent=query.writes):
-            return await self._pool.fetchval(query.sql, *query.arguments(args, params))
+            return await self._run("fetchval", query.sql, query.arguments(args, params))
 
     async def execute(self, query: Query, /, *args: Any, **params: Any) -> None:
         with translating(write_sent=query.writes):
-            await self._pool.execute(query.sql, *query.arguments(args, params))
+            await self._run("execute", query.sql, query.arguments(args, params))
+
+    async def _run(self, method: str, sql: str, args: tuple[Any, ...]) -> Any:
+        """One autocommit statement: on the express connection, or on one from the pool."""
+        conn = await self._take_express()
+        if conn is None:
+            conn = await self._acquire()
+        try:
+            result = await getattr(conn, method)(sql, *args)
+        except BaseException:
+            await self._pool.release(conn)
+            raise
+        self._express_statements += 1
+        if (
+            self._express is None
+            and not self._pool_waiters
+            and not self._closing
+            and self._express_statements < EXPRESS_STATEMENTS
+        ):
+            self._express = conn  # kept: nobody waits for it
+        else:
+            self._express_statements = 0
+            await self._pool.release(conn)
+        return result
+
+    async def _take_express(self) -> asyncpg.Connection | None:
+        """The express connection, now the caller's (None: it is in use, or there is none)."""
+        conn, self._express = self._express, None
+        if conn is not None and _closed(conn):
+            await self._pool.release(conn)  # closed while kept: the pool replaces it
+            return None
+        return conn
+
+    async def _acquire(self) -> asyncpg.Connection:
+        self._pool_waiters += 1
+        try:
+            return await self._pool.acquire()
+        finally:
+            self._pool_waiters -= 1
 
     @contextlib.asynccontextmanager
     async def transaction(self) -> AsyncIterator[Executor]:
         with translating(write_sent=False):
-            conn = await self._pool.acquire()
+            conn = await self._take_express() or await self._acquire()
         try:
             tx = conn.transaction()
             with translating(write_sent=False):
@@ -171,6 +236,11 @@ class AsyncpgDatabase:
                 conn.terminate()
 
     async def close(self) -> None:
+        self._closing = True
+        with contextlib.suppress(Exception):
+            conn = await self._take_express()
+            if conn is not None:
+                await self._pool.release(conn)
         try:
             await asyncio.wait_for(self._pool.close(), timeout=10)
         except TimeoutError:

@@ -122,6 +122,7 @@ async def retain_once(
     a test passes a later instant to move time instead of rewriting rows."""
     config = ctx.config
     report = RetentionReport()
+    await ctx.db.execute(Q.queue_register_held, namespace=ctx.namespace)
     report.hidden = await _apply_keep(ctx, now)
     report.finished = await _prune_finished(ctx, now)
     while True:

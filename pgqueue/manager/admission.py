@@ -1,7 +1,9 @@
 """Admission: push, bulk push and flows, each all-or-nothing in one transaction.
 
 The plain batch is one multi-row statement (jobs + 'pushed' events + queue
-registry + one NOTIFY hint).  Conflicts on a custom id or a live unique key
+registry + one NOTIFY hint); a single fresh job takes its one-row twin, which skips
+the registry row when this manager registered the queue already
+(:mod:`pgqueue.manager.registry`).  Conflicts on a custom id or a live unique key
 are resolved in that statement (``ON CONFLICT DO NOTHING``); the skipped rows
 are then mapped to the live job that holds the id or key, which is what the
 caller gets back (G4: one job per custom id, whatever broker the pushes hit).
@@ -33,8 +35,9 @@ from pgqueue.errors import DependencyNotFound, DuplicateJob
 from pgqueue.ids import uuid7_many
 from pgqueue.manager.context import EngineContext
 from pgqueue.manager.cron.repeat import schedule_repeats_in
-from pgqueue.manager.notifier import Notifier, hint_payload
+from pgqueue.manager.notifier import hint_payload
 from pgqueue.manager.options import JobSpec
+from pgqueue.manager.registry import remember_registered
 
 __all__ = ["CHUNK_SIZE", "admit", "admit_in", "attach_child"]
 
@@ -173,20 +176,38 @@ def _insert_args(ns: str, plan: _Plan, lo: int, hi: int) -> dict[str, object]:
     return args
 
 
-async def _insert(ex: Executor, ns: str, plan: _Plan, notifier: Notifier | None = None) -> set[str]:
-    """Insert the plan's jobs; hint their events after the commit through ``notifier``
-    (``ex`` autocommits), or, without one, inside ``ex``'s transaction (at its commit)."""
+def _one_args(ns: str, plan: _Plan) -> dict[str, object]:
+    """The named parameters of ``job_insert_one``: the plan's only job, column by column."""
+    args: dict[str, object] = dict(zip(_SPEC_COLUMNS, _spec_row(plan.specs[0]), strict=True))
+    args["namespace"] = ns
+    args["id"] = plan.ids[0]
+    args["pending_deps"] = plan.pending_deps[0]
+    args["has_dependents"] = plan.has_dependents[0]
+    return args
+
+
+async def _insert(ex: Executor, ns: str, plan: _Plan, ctx: EngineContext | None = None) -> set[str]:
+    """Insert the plan's jobs; hint their events after the commit through ``ctx``'s
+    notifier (``ex`` autocommits; the queues registered go to ``ctx.registered_queues``),
+    or, without ``ctx``, inside ``ex``'s transaction (at its commit)."""
     inserted: set[str] = set()
-    query = Q.job_insert_fresh if _all_fresh(plan) else Q.job_insert_batch
+    fresh = _all_fresh(plan)
     for lo in range(0, len(plan.ids), CHUNK_SIZE):
-        rows = await ex.fetch(query, **_insert_args(ns, plan, lo, lo + CHUNK_SIZE))
+        if fresh and len(plan.ids) == 1:
+            known = ctx is not None and plan.specs[0].queue in ctx.registered_queues
+            query = Q.job_insert_one_known if known else Q.job_insert_one
+            rows = await ex.fetch(query, **_one_args(ns, plan))
+        else:
+            query = Q.job_insert_fresh if fresh else Q.job_insert_batch
+            rows = await ex.fetch(query, **_insert_args(ns, plan, lo, lo + CHUNK_SIZE))
         inserted.update(row["id"] for row in rows)
         if not rows:
             continue
         queues = {row["queue"] for row in rows}
         first, last = rows[0]["hint_first"], rows[0]["hint_last"]
-        if notifier is not None:
-            notifier.hint(queues, first, last)
+        if ctx is not None:
+            remember_registered(ctx, queues)
+            ctx.notifier.hint(queues, first, last)
         elif first is not None:
             payload = hint_payload(ns, queues, first, last)
             await ex.execute(Q.event_hint_in_transaction, payload=payload)
@@ -222,7 +243,7 @@ async def admit(
     plan = _plan(specs)
     ns = ctx.namespace
     if not _needs_transaction(plan):
-        inserted = await _insert(ctx.db, ns, plan, ctx.notifier)
+        inserted = await _insert(ctx.db, ns, plan, ctx)
         if len(inserted) != len(plan.ids):  # pragma: no cover - fresh UUIDv7s never collide
             raise DuplicateJob("a generated job id collided; retry the push")
         return plan.ids

@@ -57,6 +57,9 @@ class EngineContext:
     # Claims a full rate window held back, by queue, since this manager started: the
     # throttle figure (this broker's own; others' come from their status reports).
     rate_throttled: dict[str, int] = field(default_factory=dict)
+    # Queues whose registry row a committed push of this manager wrote: a single push
+    # to one skips writing it again (pgqueue.manager.registry).
+    registered_queues: set[str] = field(default_factory=set)
 
     @property
     def namespace(self) -> str:

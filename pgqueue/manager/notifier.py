@@ -71,8 +71,12 @@ ALONE_AFTER_S = 2.0
 
 def hint_payload(namespace: str, queues: set[str] | None, first: int, last: int) -> str:
     """The NOTIFY payload of the SQL fragment ``notify_hint`` (``q`` null: many queues)."""
-    listed = sorted(queues) if queues is not None and len(queues) <= MAX_HINT_QUEUES else None
-    return json.dumps({"ns": namespace, "a": first, "b": last, "q": listed})
+    return json.dumps({"ns": namespace, "a": first, "b": last, "q": _listed(queues)})
+
+
+def _listed(queues: set[str] | None) -> list[str] | None:
+    """A hint's ``q``: the queues, sorted, or None for many."""
+    return sorted(queues) if queues is not None and len(queues) <= MAX_HINT_QUEUES else None
 
 
 class Notifier(Service):
@@ -190,9 +194,8 @@ class Notifier(Service):
         first, last = self._hint_range
         queues, self._hint_queues, self._hint_range = self._hint_queues, set(), None
         self.hints_kept += 1
-        asyncio.get_running_loop().call_soon(
-            self.dispatch, hint_payload(self._config.namespace, queues, first, last)
-        )
+        # What dispatch does with the payload, without encoding and decoding it.
+        asyncio.get_running_loop().call_soon(self._deliver, first, last, _listed(queues))
 
     async def _send_hints(self) -> None:
         while self._hint_range is not None:
@@ -245,9 +248,11 @@ class Notifier(Service):
         if "hello" in hint or "here" in hint:
             self._presence(hint)
             return
+        self._deliver(hint.get("a"), hint.get("b"), hint.get("q"))
+
+    def _deliver(self, first: Any, last: Any, queues: Any) -> None:
+        """A hint's event range ``first..last`` of ``queues`` (a list; else many)."""
         self.notifications += 1
-        first, last = hint.get("a"), hint.get("b")
-        queues = hint.get("q")
         own: Any = (first, last)
         if own in self._own_ranges:
             self._own_ranges.remove(own)  # its queues were woken at hint time

@@ -1,6 +1,6 @@
--- fragment: job_insert_rows
--- The body of job_insert_batch / job_insert_fresh; {conflict}: the jobs insert's
--- conflict clause.
+-- fragment: job_rows_unnested
+-- The rows of job_insert_batch / job_insert_fresh (a CTE `dated`): the arrays unnested,
+-- a NULL array replaced by its batch-wide scalar.
 WITH input AS (
     SELECT *
     FROM unnest(:ids::text[], :queue::text[], :name::text[], :data::json[], :priority::int[],
@@ -48,7 +48,32 @@ WITH input AS (
     SELECT s.*,
            coalesce(to_timestamp(s.created_at_ms / 1000.0), statement_timestamp()) AS created_at
     FROM stamped s
-), inserted AS (
+)
+
+-- fragment: job_row_single
+-- The one row of job_insert_one (a CTE `dated`, the shape of job_rows_unnested's): each
+-- column a scalar parameter.
+WITH dated AS (
+    SELECT :id::text AS id, 1::bigint AS ord, :queue::text AS queue, :name::text AS name,
+           :data::json AS data, :priority::int AS priority, :lifo::bool AS lifo,
+           :delay_ms::bigint AS delay_ms, :max_attempts::int AS max_attempts,
+           :backoff_type::text AS backoff_type, :backoff_ms::bigint AS backoff_ms,
+           :backoff_max_ms::bigint AS backoff_max_ms, :timeout_ms::bigint AS timeout_ms,
+           :ttl_ms::bigint AS ttl_ms, :stall_timeout_ms::bigint AS stall_timeout_ms,
+           :remove_on_complete::bool AS remove_on_complete,
+           :remove_on_fail::bool AS remove_on_fail, :custom_id::text AS custom_id,
+           :unique_key::text AS unique_key, :unique_ttl_ms::bigint AS unique_ttl_ms,
+           :group_id::text AS group_id, :parent_id::text AS parent_id,
+           :parent_queue::text AS parent_queue, :pending_deps::int AS pending_deps,
+           :has_dependents::bool AS has_dependents, :opts::jsonb AS opts,
+           coalesce(to_timestamp(:created_at_ms::float8 / 1000.0), statement_timestamp())
+               AS created_at
+)
+
+-- fragment: job_rows_inserted
+-- The jobs insert of the rows `dated` (job_rows_unnested, job_row_single); {conflict}:
+-- its conflict clause.
+, inserted AS (
     INSERT INTO pgqueue_jobs (
         namespace, id, queue, name, data, state, priority, lifo, lifo_seq, run_at,
         created_at, expires_at, max_attempts, backoff_type, backoff_ms, backoff_max_ms,
@@ -72,11 +97,20 @@ WITH input AS (
     ORDER BY s.ord
     {conflict}
     RETURNING id, queue, name, state, run_at, priority
-), registered AS (
+)
+
+-- fragment: job_rows_registered
+-- The queue registry rows of the jobs `inserted` (job_rows_inserted).
+, registered AS (
     INSERT INTO pgqueue_queues (namespace, queue)
     SELECT DISTINCT :namespace, queue FROM inserted
     ON CONFLICT DO NOTHING
-), events AS (
+)
+
+-- fragment: job_rows_events
+-- The 'pushed' events of the jobs `inserted` (job_rows_inserted) and their id range for
+-- the hint; returns id, queue, hint_first, hint_last.
+, events AS (
     INSERT INTO pgqueue_events (namespace, queue, job_id, type, payload)
     SELECT :namespace, n.queue, n.id, 'pushed',
            jsonb_build_object(
@@ -116,7 +150,10 @@ FROM inserted n, hint h
 -- :unique_key_batch, :unique_ttl_ms_batch, :group_id_batch, :parent_id_batch,
 -- :parent_queue_batch, :pending_deps_batch, :has_dependents_batch, :opts_batch,
 -- :created_at_ms_batch.
--- include: job_insert_rows(conflict=ON CONFLICT DO NOTHING)
+-- include: job_rows_unnested
+-- include: job_rows_inserted(conflict=ON CONFLICT DO NOTHING)
+-- include: job_rows_registered
+-- include: job_rows_events
 
 -- name: job_insert_fresh
 -- job_insert_batch for jobs whose ids are fresh UUIDv7s and that carry no unique key
@@ -134,7 +171,33 @@ FROM inserted n, hint h
 -- :remove_on_fail_batch, :custom_id_batch, :unique_key_batch, :unique_ttl_ms_batch,
 -- :group_id_batch, :parent_id_batch, :parent_queue_batch, :pending_deps_batch,
 -- :has_dependents_batch, :opts_batch, :created_at_ms_batch.
--- include: job_insert_rows(conflict=)
+-- include: job_rows_unnested
+-- include: job_rows_inserted(conflict=)
+-- include: job_rows_registered
+-- include: job_rows_events
+
+-- name: job_insert_one
+-- job_insert_fresh for one job (a sequential push), each column a scalar parameter: no
+-- arrays to unnest (docs/performance.md).  :namespace, :id, :queue, :name, :data,
+-- :priority, :lifo, :delay_ms, :max_attempts, :backoff_type, :backoff_ms,
+-- :backoff_max_ms, :timeout_ms, :ttl_ms, :stall_timeout_ms, :remove_on_complete,
+-- :remove_on_fail, :custom_id, :unique_key, :unique_ttl_ms, :group_id, :parent_id,
+-- :parent_queue, :pending_deps, :has_dependents, :opts, :created_at_ms.
+-- include: job_row_single
+-- include: job_rows_inserted(conflict=)
+-- include: job_rows_registered
+-- include: job_rows_events
+
+-- name: job_insert_one_known
+-- job_insert_one into a queue this process registered (pgqueue.manager.registry): no
+-- queue registry row written.  Parameters as job_insert_one: :namespace, :id, :queue,
+-- :name, :data, :priority, :lifo, :delay_ms, :max_attempts, :backoff_type, :backoff_ms,
+-- :backoff_max_ms, :timeout_ms, :ttl_ms, :stall_timeout_ms, :remove_on_complete,
+-- :remove_on_fail, :custom_id, :unique_key, :unique_ttl_ms, :group_id, :parent_id,
+-- :parent_queue, :pending_deps, :has_dependents, :opts, :created_at_ms.
+-- include: job_row_single
+-- include: job_rows_inserted(conflict=)
+-- include: job_rows_events
 
 -- name: job_retire_finished_generations
 -- Parameters, in order: :namespace, :custom_ids.

@@ -9,6 +9,22 @@ AND (f.parent_id IS NULL
          AND NOT EXISTS (SELECT 1 FROM pgqueue_dlq p
                          WHERE p.namespace = :namespace AND p.job_id = f.parent_id)))
 
+-- name: queue_register_held
+-- Register every queue of :namespace that holds jobs, live or finished (skip scans
+-- along the listing indexes), before finished_prune and the per-queue event trim walk
+-- the registry: a push to a queue its manager knows skips the row
+-- (pgqueue.manager.registry), and one that raced an obliterate keeps its job, not its row.
+WITH RECURSIVE live(queue) AS (
+    -- include: queue_skip_scan(table=pgqueue_jobs, cte=live)
+), done(queue) AS (
+    -- include: queue_skip_scan(table=pgqueue_finished, cte=done)
+)
+INSERT INTO pgqueue_queues (namespace, queue)
+SELECT :namespace, h.queue
+FROM (SELECT queue FROM live UNION SELECT queue FROM done) h
+WHERE h.queue IS NOT NULL
+ON CONFLICT DO NOTHING
+
 -- name: finished_prune
 -- Parameters, in order: :namespace, :completed_ms, :failed_ms, :limit, :now.
 -- Forget finished jobs older than their retention: completed ones (and the

@@ -639,3 +639,50 @@ def refused_port() -> Iterator[int]:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         yield sock.getsockname()[1]
+
+
+# -- one connection for sequential statements (asyncpg's express connection) ------
+
+
+@pytest.mark.parametrize("driver", sorted(DRIVERS))
+async def test_a_transaction_waiting_for_the_only_connection_gets_it_when_a_statement_ends(
+    driver: str, conformance_dsn: str, key: str, app_name: str
+) -> None:
+    """A connection kept for the next statement is never kept from a waiter."""
+    db = await DRIVERS[driver](conformance_dsn, min_size=1, max_size=1, application_name=app_name)
+    try:
+        await put(db, f"{key}-a", 1)
+        async with row_locked(db.dsn, f"{key}-a"):
+            blocked = asyncio.ensure_future(db.fetchval(T.item_share, f"{key}-a"))
+            await _backend_pid(db.dsn, app_name, "wait_event_type = 'Lock'")
+
+            async def bump() -> None:
+                async with db.transaction() as tx:
+                    await tx.execute(T.item_set, f"{key}-b", 0)
+
+            waiting = asyncio.ensure_future(bump())
+        assert await asyncio.wait_for(blocked, 10) == 1
+        await asyncio.wait_for(waiting, 10)
+        assert await db.fetchval(T.item_value, f"{key}-a") == 1
+    finally:
+        await db.close()
+
+
+async def test_a_kept_connection_whose_backend_died_while_idle_is_replaced_before_use(
+    conformance_dsn: str, key: str, app_name: str
+) -> None:
+    db = await connect_asyncpg(conformance_dsn, min_size=1, max_size=1, application_name=app_name)
+    try:
+        await put(db, f"{key}-a", 7)
+        pid = await _backend_pid(db.dsn, app_name, "state = 'idle'")
+        await sql_value(db.dsn, "SELECT pg_terminate_backend($1)", pid)
+        await eventually(
+            lambda: _backend_gone(db.dsn, pid), timeout=5, message="the backend exited"
+        )
+        assert await db.fetchval(T.item_value, f"{key}-a") == 7
+    finally:
+        await db.close()
+
+
+async def _backend_gone(dsn: str, pid: int) -> bool:
+    return not await sql_value(dsn, "SELECT count(*) FROM pg_stat_activity WHERE pid = $1", pid)

@@ -25,3 +25,16 @@ def test_the_fresh_statement_is_the_batch_statement_without_on_conflict() -> Non
     assert "ON CONFLICT DO NOTHING\n    RETURNING id, queue" in Q.job_insert_batch.sql
     assert "ON CONFLICT" not in Q.job_insert_fresh.sql.split("registered AS")[0]
     assert Q.job_insert_fresh.params == Q.job_insert_batch.params
+
+
+def test_the_one_row_statement_takes_the_batch_columns_as_scalars() -> None:
+    batch = [p for p in Q.job_insert_fresh.params if not p.endswith("_batch") and p != "ids"]
+    assert Q.job_insert_one.params == ("namespace", "id", *batch[1:])
+    assert Q.job_insert_one_known.params == Q.job_insert_one.params
+    assert "unnest" not in Q.job_insert_one.sql
+
+
+def test_only_the_known_queue_statement_skips_the_registry_row() -> None:
+    assert "INSERT INTO pgqueue_queues" in Q.job_insert_one.sql
+    assert "INSERT INTO pgqueue_queues" in Q.job_insert_fresh.sql
+    assert "INSERT INTO pgqueue_queues" not in Q.job_insert_one_known.sql

@@ -146,6 +146,11 @@ def test_a_call_must_name_exactly_the_declared_parameters() -> None:
     [numbered] = parse_queries("-- name: p\nSELECT $1").values()
     with pytest.raises(TypeError, match=r"query q: missing \['b'\], unknown \['c'\]"):
         named.arguments((), {"a": 1, "c": 2})
+    with pytest.raises(TypeError, match=r"query q: missing \[\], unknown \['c'\]"):
+        named.arguments((), {"a": 1, "b": 2, "c": 3})
+    with pytest.raises(TypeError, match=r"query q: missing \['b'\], unknown \[\]"):
+        named.arguments((), {"a": 1})
+    assert named.arguments((), {"b": 2, "a": 1}) == (1, 2)
     with pytest.raises(TypeError, match="query q takes named parameters: a, b"):
         named.arguments((1, 2), {})
     with pytest.raises(TypeError, match="query p takes positional parameters"):

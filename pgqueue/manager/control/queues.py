@@ -37,6 +37,7 @@ from pgqueue.errors import InvalidState, ValidationError
 from pgqueue.manager.arguments import DAY_MS, check_bool, check_int
 from pgqueue.manager.context import EngineContext
 from pgqueue.manager.lost_dependencies import drop_dangling_edges, settle_lost_dependencies
+from pgqueue.manager.registry import forget_registered
 from pgqueue.vocabulary.checks import MAX_EPOCH_MS, number_fault
 from pgqueue.vocabulary.names import validate_job_id, validate_queue_name
 
@@ -306,9 +307,12 @@ async def obliterate(ctx: EngineContext, queue: str, force: bool = False) -> int
             total += deleted
             if deleted < BATCH_SIZE:
                 break
-    await ctx.scoped.fetch(
-        Q.queue_obliterate_finish, queue=queue, payload=orjson.dumps({"count": total}).decode()
-    )
+    try:
+        await ctx.scoped.fetch(
+            Q.queue_obliterate_finish, queue=queue, payload=orjson.dumps({"count": total}).decode()
+        )
+    finally:
+        forget_registered(ctx, queue)  # its registry row went (or may have)
     return total
 
 
