@@ -186,7 +186,7 @@ async def _insert(ex: Executor, ns: str, plan: _Plan, notifier: Notifier | None 
         queues = {row["queue"] for row in rows}
         first, last = rows[0]["hint_first"], rows[0]["hint_last"]
         if notifier is not None:
-            notifier.hint(queues, first, last)
+            notifier.hint(queues, first, last, jobs=len(rows))
         elif first is not None:
             payload = hint_payload(ns, queues, first, last)
             await ex.execute(Q.event_hint_in_transaction, payload=payload)
