@@ -283,6 +283,7 @@ class Notifier(Service):
         done on its way back through the LISTEN connection)."""
         assert self._hint_range is not None
         self.hints_kept += 1
+        self._own_ranges.append(self._hint_range)  # woken at hint time: hooks only
         asyncio.get_running_loop().call_soon(self.dispatch, self._take_hints())
 
     def _take_hints(self) -> str:

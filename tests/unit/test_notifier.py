@@ -264,3 +264,20 @@ async def test_a_claim_cancelled_after_its_wake_up_hands_it_to_another(
         with pytest.raises(asyncio.CancelledError):
             await task
         assert other.work.done()
+
+
+async def test_a_hint_kept_alone_wakes_its_idle_claims_once(hinting: Notifier) -> None:
+    """Alone, the notifier delivers its hint in-process: the hooks get the range, and
+    the claims woken at hint time are not woken again (one job, one claim)."""
+    hinting._hello_at = asyncio.get_running_loop().time() - 60
+    assert hinting.alone()
+    ranges: list[tuple[int, int]] = []
+    hinting.on_events(lambda first, last: ranges.append((first, last)))
+    with contextlib.ExitStack() as stack:
+        idle = [stack.enter_context(hinting.claim_waiter("q")) for _ in range(3)]
+        for w in idle:
+            w.idle = True
+        hinting.hint(["q"], 1, 1, jobs=1)
+        await asyncio.sleep(0)  # the kept hint's dispatch (call_soon)
+        assert ranges == [(1, 1)]
+        assert sum(w.work.done() for w in idle) == 1
