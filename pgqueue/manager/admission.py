@@ -207,7 +207,7 @@ async def _insert(ex: Executor, ns: str, plan: _Plan, ctx: EngineContext | None 
         first, last = rows[0]["hint_first"], rows[0]["hint_last"]
         if ctx is not None:
             remember_registered(ctx, queues)
-            ctx.notifier.hint(queues, first, last)
+            ctx.notifier.hint(queues, first, last, jobs=len(rows))
         elif first is not None:
             payload = hint_payload(ns, queues, first, last)
             await ex.execute(Q.event_hint_in_transaction, payload=payload)

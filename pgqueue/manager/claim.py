@@ -68,6 +68,9 @@ class Claims(list[ClaimedJob]):
     rate window (the queue's or its groups') is full: the ms until it reopens."""
 
     retry_after_ms: int | None = None
+    held_back: bool = False
+    """None claimed by the planned claim: a limit or a group may hold work back, so
+    a completion (a freed slot) can make some claimable."""
 
 
 def _check(queue: str, count: int, lock_ttl_ms: int | None, timeout_ms: int) -> None:
@@ -134,6 +137,7 @@ async def claim_once(
         # Nothing to claim: let the plain statement judge the next claim again
         # (the limit may be gone, the groups drained).
         ctx.planned_queues.discard(queue)
+        claims.held_back = True
         if rows and rows[0]["retry_ms"] is not None:
             claims.retry_after_ms = int(rows[0]["retry_ms"])
             ctx.rate_throttled[queue] = ctx.rate_throttled.get(queue, 0) + 1
@@ -156,7 +160,10 @@ async def pull_batch(
     The wait registers for the queue's NOTIFY hint *before* each claim, so a
     job pushed in between is not missed; without hints it re-polls every
     ``poll_interval_ms``.  A claim held back by a rate window sleeps until the
-    window reopens (or the timeout ends), not woken by pushes.
+    window reopens (or the timeout ends), not woken by pushes.  After an empty
+    claim of a plain queue only a hint of new work wakes it (an ack's completion
+    makes nothing claimable there); after one held back by a concurrency limit or
+    a group, any event of the queue does (a completion frees a slot).
     """
     _check(queue, count, lock_ttl_ms, timeout_ms)
     if group is not None:
@@ -167,7 +174,7 @@ async def pull_batch(
     while True:
         if ctx.notifier.draining:
             return Claims()
-        with ctx.notifier.waiter(queue) as woken:
+        with ctx.notifier.claim_waiter(queue) as wakeup:
             jobs = await claim_once(ctx, queue, count, owner, lock_ttl_ms, group, now)
             remaining = deadline - loop.time()
             if jobs or remaining <= 0:
@@ -175,6 +182,8 @@ async def pull_batch(
             if jobs.retry_after_ms is not None:
                 await asyncio.sleep(min(remaining, jobs.retry_after_ms / 1000))
                 continue
+            woken = wakeup.event if jobs.held_back else wakeup.work
+            wakeup.idle = True
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(min(remaining, poll)):
                     await asyncio.shield(woken)

@@ -161,7 +161,11 @@ async def _finish(
         queues = {row["queue"] for row in done}
         first, last = done[0]["hint_first"], done[0]["hint_last"]
         if autocommit:
-            ctx.notifier.hint(queues, first, last)
+            # Jobs finished without releasing dependents make no job claimable: they
+            # free a slot only of a limited or grouped queue, whose claims wait for
+            # any event of it (Notifier.claim_waiter), not for work.
+            work = () if skip_with_dependents else None
+            ctx.notifier.hint(queues, first, last, work)
         else:
             payload = hint_payload(ctx.namespace, queues, first, last)
             await ex.execute(Q.event_hint_in_transaction, payload=payload)

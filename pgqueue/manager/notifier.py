@@ -14,7 +14,13 @@ The notifier
 * wakes long-polling claims waiting on those queues: its own at once when its
   process gives the hint (the commit is done; no round trip through the
   database, and not woken again when that NOTIFY comes back), the others' on
-  the NOTIFY,
+  the NOTIFY.  A hint names the queues whose work it may have made available
+  (``w``, when not all of ``q``: an ack's completions free work only on a
+  limited or grouped queue); a claim that found nothing on a plain queue waits
+  for work only (:meth:`Notifier.claim_waiter`), one held back by a limit or a
+  group for any event of its queue.  A push's hint says how many jobs it
+  made claimable (``n``): of the claims waiting idle on a queue, that many are
+  woken, not all of them (one job, one claim, not a claim per waiter),
 * passes the event id range to the outbox reader's fast path,
 * reconnects with capped, jittered backoff when the connection breaks, and
   after every (re)connect tells everyone to resync (a lost NOTIFY only
@@ -45,6 +51,7 @@ import random
 import uuid
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
 from typing import Any
 
 from pgqueue.config import Config
@@ -53,7 +60,7 @@ from pgqueue.db.queries import Q
 from pgqueue.errors import PgQueueError
 from pgqueue.service import Service
 
-__all__ = ["CHANNEL", "EventHint", "Notifier", "hint_payload"]
+__all__ = ["CHANNEL", "EventHint", "Notifier", "Wakeup", "hint_payload"]
 
 log = logging.getLogger("pgqueue.notifier")
 
@@ -69,14 +76,52 @@ ALONE_AFTER_S = 2.0
 """How long after its hello a notifier that heard no other listener keeps sending hints."""
 
 
-def hint_payload(namespace: str, queues: set[str] | None, first: int, last: int) -> str:
-    """The NOTIFY payload of the SQL fragment ``notify_hint`` (``q`` null: many queues)."""
-    return json.dumps({"ns": namespace, "a": first, "b": last, "q": _listed(queues)})
+def hint_payload(
+    namespace: str,
+    queues: set[str] | None,
+    first: int,
+    last: int,
+    work: set[str] | None = None,
+    jobs: int | None = None,
+) -> str:
+    """The NOTIFY payload of the SQL fragment ``notify_hint`` (``q`` null: many queues);
+    ``work``: the queues whose work the events may have made available, when not all
+    of them (``w``; absent: all of ``q``); ``jobs``: at most how many jobs they made
+    claimable (``n``; absent: unknown)."""
+    listed = sorted(queues) if queues is not None and len(queues) <= MAX_HINT_QUEUES else None
+    hint: dict[str, Any] = {"ns": namespace, "a": first, "b": last, "q": listed}
+    if work is not None and listed is not None and work != queues:
+        hint["w"] = sorted(work)
+    if jobs is not None:
+        hint["n"] = jobs
+    return json.dumps(hint)
 
 
-def _listed(queues: set[str] | None) -> list[str] | None:
-    """A hint's ``q``: the queues, sorted, or None for many."""
-    return sorted(queues) if queues is not None and len(queues) <= MAX_HINT_QUEUES else None
+@dataclass(slots=True, eq=False)
+class Wakeup:
+    """A waiter's two futures: ``work`` is set by a hint that may have made work
+    available on its queue (a push, a retry, released dependents), ``event`` by
+    every hint of its queue (a completion too: it frees a limit's or a group's slot).
+    A plain :meth:`Notifier.waiter` has one future for both.  ``idle``: its claim
+    is over and it waits (its next claim starts after any wake-up)."""
+
+    work: asyncio.Future[None]
+    event: asyncio.Future[None]
+    idle: bool = False
+
+
+def _work_to_wake(group: set[Wakeup], jobs: int | None) -> list[asyncio.Future[None]]:
+    """The ``work`` futures a hint of ``jobs`` jobs sets among ``group``: every
+    waiter's, but when more than ``jobs`` claims wait idle, only ``jobs`` of those
+    (the claims still running are left alone: each idle one claims after the commit,
+    so they cover the jobs).  A plain waiter (one future) is always woken."""
+    open_ = [w for w in group if not w.work.done()]
+    if jobs is not None:
+        idle = [w for w in open_ if w.idle and w.work is not w.event]
+        if len(idle) > jobs:
+            plain = [w for w in open_ if w.work is w.event]
+            return [w.work for w in idle[:jobs] + plain]
+    return [w.work for w in open_]
 
 
 class Notifier(Service):
@@ -88,7 +133,7 @@ class Notifier(Service):
         super().__init__()
         self._db = db
         self._config = config
-        self._waiters: dict[str, set[asyncio.Future[None]]] = {}
+        self._waiters: dict[str, set[Wakeup]] = {}
         self._event_hooks: list[EventHint] = []
         self._resync_hooks: list[ResyncHook] = []
         self.connected = asyncio.Event()
@@ -98,6 +143,8 @@ class Notifier(Service):
         self.hints_sent = 0
         # Hints waiting to be sent after their commits: queues (None: many), id range.
         self._hint_queues: set[str] | None = set()
+        self._hint_work: set[str] = set()  # of _hint_queues, those with work
+        self._hint_jobs: int | None = 0  # jobs made claimable (None: unknown)
         self._hint_range: tuple[int, int] | None = None
         self._hint_task: asyncio.Task[None] | None = None
         # Ranges of the hints sent from here: their NOTIFY wakes nobody here again.
@@ -114,22 +161,47 @@ class Notifier(Service):
 
     @contextlib.contextmanager
     def waiter(self, queue: str) -> Iterator[asyncio.Future[None]]:
-        """Register interest in ``queue`` *before* checking it, then await the future.
+        """Register interest in ``queue`` *before* checking it, then await the future
+        (set by every hint of ``queue``).
 
         Registering first closes the window in which a NOTIFY could arrive
         between an empty claim and the start of the wait.
         """
         future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        waiters = self._waiters.setdefault(queue, set())
-        waiters.add(future)
-        try:
+        with self._registered(queue, Wakeup(future, future)):
             yield future
+
+    @contextlib.contextmanager
+    def claim_waiter(self, queue: str) -> Iterator[Wakeup]:
+        """Like :meth:`waiter`, for a claim: after an empty claim, await ``work``
+        when nothing was claimable, ``event`` when a limit or a group held work back
+        (both are set from the registration on, so nothing given during the claim
+        is missed whichever the claim turns out to need)."""
+        loop = asyncio.get_running_loop()
+        with self._registered(queue, Wakeup(loop.create_future(), loop.create_future())) as w:
+            yield w
+
+    @contextlib.contextmanager
+    def _registered(self, queue: str, wakeup: Wakeup) -> Iterator[Wakeup]:
+        waiters = self._waiters.setdefault(queue, set())
+        waiters.add(wakeup)
+        try:
+            yield wakeup
+        except BaseException:
+            if wakeup.work is not wakeup.event:
+                # A claim that ends by an error or a cancellation may have been
+                # woken as the one claim for a job (here, or just before its
+                # registration): another waiter takes the wake-up over.
+                waiters.discard(wakeup)
+                self.wake(queue, jobs=1)
+            raise
         finally:
-            waiters.discard(future)
+            waiters.discard(wakeup)
             if not waiters:
                 self._waiters.pop(queue, None)
-            if not future.done():
-                future.cancel()
+            for future in (wakeup.work, wakeup.event):
+                if not future.done():
+                    future.cancel()
 
     def begin_drain(self) -> None:
         """The broker drains: long polls stop waiting and claim nothing more."""
@@ -140,22 +212,37 @@ class Notifier(Service):
         """How many claims wait on ``queue`` right now."""
         return len(self._waiters.get(queue, ()))
 
-    def wake(self, queue: str | None) -> None:
-        """Wake the waiters of ``queue`` (all waiters when ``None``)."""
+    def wake(self, queue: str | None, *, work: bool = True, jobs: int | None = None) -> None:
+        """Wake the waiters of ``queue`` (all waiters when ``None``); ``work``: the
+        events may have made work available (else only ``Wakeup.event`` is set);
+        ``jobs``: at most that many jobs (None: unknown) — when more claims wait
+        idle, only that many of them are woken for work."""
         if queue is None:
             groups = list(self._waiters.values())
         else:
             group = self._waiters.get(queue)
             groups = [group] if group else []
         for group in groups:
-            for future in list(group):
-                if not future.done():
+            for wakeup in list(group):
+                if not wakeup.event.done():
+                    wakeup.event.set_result(None)
+            if work:
+                for future in _work_to_wake(group, jobs):
                     future.set_result(None)
 
     # -- hints after commit ------------------------------------------------
 
-    def hint(self, queues: Iterable[str], first: int | None, last: int | None) -> None:
-        """Announce committed events ``first..last`` of ``queues`` (never waits).
+    def hint(
+        self,
+        queues: Iterable[str],
+        first: int | None,
+        last: int | None,
+        work: Iterable[str] | None = None,
+        jobs: int | None = None,
+    ) -> None:
+        """Announce committed events ``first..last`` of ``queues`` (never waits);
+        ``work``: those of ``queues`` whose work they may have made available
+        (None: all of them); ``jobs``: at most how many jobs (None: unknown).
 
         The claims of this process waiting on ``queues`` are woken at once.  Merged
         with the hints not sent yet; one hint at a time is in flight.  A lost hint
@@ -163,12 +250,16 @@ class Notifier(Service):
         if first is None or last is None:
             return
         queues = set(queues)
+        working = queues if work is None else queues.intersection(work)
         for queue in queues:
-            self.wake(queue)
+            self.wake(queue, work=queue in working, jobs=jobs)
         if self._hint_queues is not None:
             self._hint_queues.update(queues)
+            self._hint_work.update(working)
             if len(self._hint_queues) > MAX_HINT_QUEUES:
                 self._hint_queues = None
+        if working and self._hint_jobs is not None:
+            self._hint_jobs = None if jobs is None else self._hint_jobs + jobs
         low, high = self._hint_range or (first, last)
         self._hint_range = (min(low, first), max(high, last))
         if self._hint_task is None or self._hint_task.done():
@@ -191,18 +282,23 @@ class Notifier(Service):
         """Deliver the merged hints in this process only (what the NOTIFY would have
         done on its way back through the LISTEN connection)."""
         assert self._hint_range is not None
-        first, last = self._hint_range
-        queues, self._hint_queues, self._hint_range = self._hint_queues, set(), None
         self.hints_kept += 1
-        # What dispatch does with the payload, without encoding and decoding it.
-        asyncio.get_running_loop().call_soon(self._deliver, first, last, _listed(queues))
+        self._own_ranges.append(self._hint_range)  # woken at hint time: hooks only
+        asyncio.get_running_loop().call_soon(self.dispatch, self._take_hints())
+
+    def _take_hints(self) -> str:
+        """The payload of the merged hints, which are reset."""
+        assert self._hint_range is not None
+        first, last = self._hint_range
+        queues, work, jobs = self._hint_queues, self._hint_work, self._hint_jobs
+        self._hint_queues, self._hint_work, self._hint_range = set(), set(), None
+        self._hint_jobs = 0
+        return hint_payload(self._config.namespace, queues, first, last, work, jobs or None)
 
     async def _send_hints(self) -> None:
         while self._hint_range is not None:
-            first, last = self._hint_range
-            queues, self._hint_queues, self._hint_range = self._hint_queues, set(), None
-            payload = hint_payload(self._config.namespace, queues, first, last)
-            self._own_ranges.append((first, last))
+            self._own_ranges.append(self._hint_range)
+            payload = self._take_hints()
             try:
                 await self._db.fetchval(Q.event_hint, payload=payload)
                 self.hints_sent += 1
@@ -248,18 +344,18 @@ class Notifier(Service):
         if "hello" in hint or "here" in hint:
             self._presence(hint)
             return
-        self._deliver(hint.get("a"), hint.get("b"), hint.get("q"))
-
-    def _deliver(self, first: Any, last: Any, queues: Any) -> None:
-        """A hint's event range ``first..last`` of ``queues`` (a list; else many)."""
         self.notifications += 1
+        first, last = hint.get("a"), hint.get("b")
+        queues, work, jobs = hint.get("q"), hint.get("w"), hint.get("n")
+        if not isinstance(jobs, int) or isinstance(jobs, bool) or jobs < 1:
+            jobs = None
         own: Any = (first, last)
         if own in self._own_ranges:
             self._own_ranges.remove(own)  # its queues were woken at hint time
         elif isinstance(queues, list):
             for queue in queues:
                 if isinstance(queue, str):
-                    self.wake(queue)
+                    self.wake(queue, work=not isinstance(work, list) or queue in work, jobs=jobs)
         else:
             self.wake(None)
         if isinstance(first, int) and isinstance(last, int):

@@ -76,7 +76,9 @@ async def run_worker(dsn: str, config: dict, handler, stop: asyncio.Event) -> No
 
     async def task() -> None:
         while not stop.is_set():
-            jobs = await manager.pull_batch(QUEUE, config["batch"], timeout_ms=50)
+            # A long poll, as the SDK Worker's (poll_timeout 1 s): an idle task waits
+            # on the hint instead of re-claiming every few ms.
+            jobs = await manager.pull_batch(QUEUE, config["batch"], timeout_ms=1000)
             if not jobs:
                 continue
             for job in jobs:

@@ -7,6 +7,7 @@ Only the pure methods are exercised here (no connection): ``dispatch``,
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 from typing import Any, cast
 
@@ -153,3 +154,130 @@ async def test_a_hint_wakes_the_local_waiters_at_once_and_its_notify_does_not_ag
         notifier.dispatch(hint(a=7, b=7, q=["emails"]))  # someone else's: wakes
         assert later.done()
     assert ranges == [(5, 6), (7, 7)]
+
+
+# -- claim waiters: work or any event, and one claim per hinted job ------------------------
+
+
+@pytest.fixture
+def hinting() -> Notifier:
+    """A notifier whose hints go to a recording stand-in of the database."""
+    return Notifier(cast(Database, _Hints()), Config(dsn="postgresql://unused/x", namespace="app"))
+
+
+async def test_an_ack_hint_wakes_a_claim_only_for_any_event_and_job_waiters_fully() -> None:
+    """An ack's completions (``work=()``) make no job claimable: a claim that found
+    nothing waits on ``work`` and sleeps on; a claim held back by a limit waits on
+    ``event`` and wakes (the freed slot); ``waiter`` (wait_for_job) wakes too."""
+    db = _Hints()
+    notifier = Notifier(cast(Database, db), Config(dsn="postgresql://unused/x", namespace="app"))
+    with notifier.claim_waiter("q") as claim, notifier.waiter("q") as job_wait:
+        notifier.hint(["q"], 1, 1, work=())
+        assert claim.event.done() and not claim.work.done()
+        assert job_wait.done()
+    await notifier.flush_hints()
+    [payload] = db.payloads
+    assert json.loads(payload)["w"] == []
+    with notifier.claim_waiter("q") as other_process:
+        notifier.dispatch(payload.replace('"a": 1', '"a": 9'))  # not this notifier's range
+        assert other_process.event.done() and not other_process.work.done()
+
+
+async def test_a_hint_without_w_is_work_for_every_queue_it_names(notifier: Notifier) -> None:
+    """Hints sent inside a transaction (SQL ``notify_hint``) name no ``w``: work."""
+    with notifier.claim_waiter("q") as claim:
+        notifier.dispatch(hint(a=1, b=1, q=["q"]))
+        assert claim.work.done()
+
+
+async def test_merged_hints_keep_the_work_queues_and_add_the_jobs() -> None:
+    db = _Hints()
+    notifier = Notifier(cast(Database, db), Config(dsn="postgresql://unused/x", namespace="app"))
+    notifier.hint(["acked"], 1, 1, work=())
+    notifier.hint(["acked", "pushed"], 2, 3, work=(), jobs=None)
+    notifier.hint(["pushed"], 4, 4, jobs=1)
+    notifier.hint(["pushed"], 5, 6, jobs=2)
+    await notifier.flush_hints()
+    notifier.hint(["acked"], 7, 7, work=())
+    await notifier.flush_hints()
+    merged, acked = (json.loads(p) for p in db.payloads)
+    assert (merged["a"], merged["b"]) == (1, 6)
+    assert (merged["q"], merged["w"], merged["n"]) == (["acked", "pushed"], ["pushed"], 3)
+    assert (acked["q"], acked["w"], "n" in acked) == (["acked"], [], False)
+    notifier.hint(["pushed"], 8, 8, jobs=1)
+    notifier.hint(["pushed"], 9, 9)  # unknown: the merged hint is of unknown size
+    await notifier.flush_hints()
+    assert "n" not in json.loads(db.payloads[-1]) and "w" not in json.loads(db.payloads[-1])
+
+
+async def test_a_hinted_job_wakes_one_idle_claim_not_all(hinting: Notifier) -> None:
+    """Ten claims wait idle and one job comes: one claim, not ten (the others would
+    find nothing).  Claims still running are left alone while idle ones cover the
+    jobs; a waiter of wait_for_job always wakes."""
+    with contextlib.ExitStack() as stack:
+        idle = [stack.enter_context(hinting.claim_waiter("q")) for _ in range(10)]
+        running = stack.enter_context(hinting.claim_waiter("q"))
+        job_wait = stack.enter_context(hinting.waiter("q"))
+        for w in idle:
+            w.idle = True
+        hinting.dispatch(hint(a=1, b=1, q=["q"], n=1))
+        assert sum(w.work.done() for w in idle) == 1
+        assert not running.work.done() and job_wait.done()
+        hinting.hint(["q"], 2, 4, jobs=3)  # three more: three fresh idle claims
+        assert sum(w.work.done() for w in idle) == 4
+        assert not running.work.done()
+        hinting.dispatch(hint(a=5, b=20, q=["q"], n=7))  # more jobs than idle claims: all
+        assert all(w.work.done() for w in idle) and running.work.done()
+
+
+async def test_a_hint_of_unknown_size_wakes_every_claim(notifier: Notifier) -> None:
+    with contextlib.ExitStack() as stack:
+        claims = [stack.enter_context(notifier.claim_waiter("q")) for _ in range(3)]
+        for w in claims:
+            w.idle = True
+        notifier.dispatch(hint(a=1, b=1, q=["q"]))
+        assert all(w.work.done() for w in claims)
+
+
+async def test_a_claim_cancelled_after_its_wake_up_hands_it_to_another(
+    hinting: Notifier,
+) -> None:
+    """The one claim woken for a job is cancelled (its client went away) before it
+    claimed: another waiting claim is woken instead, so the job is not left to the
+    poll interval."""
+    with hinting.claim_waiter("q") as other:
+        other.idle = True
+
+        async def doomed() -> None:
+            with hinting.claim_waiter("q") as w:
+                w.idle = True
+                await asyncio.Event().wait()
+
+        task = asyncio.create_task(doomed())
+        await asyncio.sleep(0)  # let it register
+        [doomed_w] = [w for w in hinting._waiters["q"] if w is not other]
+        hinting._waiters["q"].discard(other)  # so the hint must pick the doomed one
+        hinting.hint(["q"], 1, 1, jobs=1)
+        hinting._waiters["q"].add(other)
+        assert doomed_w.work.done() and not other.work.done()
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        assert other.work.done()
+
+
+async def test_a_hint_kept_alone_wakes_its_idle_claims_once(hinting: Notifier) -> None:
+    """Alone, the notifier delivers its hint in-process: the hooks get the range, and
+    the claims woken at hint time are not woken again (one job, one claim)."""
+    hinting._hello_at = asyncio.get_running_loop().time() - 60
+    assert hinting.alone()
+    ranges: list[tuple[int, int]] = []
+    hinting.on_events(lambda first, last: ranges.append((first, last)))
+    with contextlib.ExitStack() as stack:
+        idle = [stack.enter_context(hinting.claim_waiter("q")) for _ in range(3)]
+        for w in idle:
+            w.idle = True
+        hinting.hint(["q"], 1, 1, jobs=1)
+        await asyncio.sleep(0)  # the kept hint's dispatch (call_soon)
+        assert ranges == [(1, 1)]
+        assert sum(w.work.done() for w in idle) == 1

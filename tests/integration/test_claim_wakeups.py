@@ -1,0 +1,161 @@
+"""Which hints wake a waiting claim: every wake-up a claim needs, and no more.
+
+An ack's completions wake a long poll only where they can free work (a concurrency
+limit's or a group's slot; dependents they release); a pushed job wakes one idle
+long poll per process, not all.  Every manager here polls every 60 s: a needed
+wake-up that were dropped would leave the claim waiting past the test's bound.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Awaitable, Callable
+
+import pytest
+
+from pgqueue.runtime import PostgresQueueManager
+from pgqueue.testing import eventually
+from tests.conftest import start_manager
+
+POLL_MS = 60_000
+BOUND_S = 20  # generous: the poll interval (60 s) is what a lost wake-up costs
+
+
+def _idle_claims(manager: PostgresQueueManager, queue: str) -> int:
+    """Long polls of ``queue`` whose claim is over and that wait for a hint."""
+    return sum(w.idle for w in manager.ctx.notifier._waiters.get(queue, ()))
+
+
+@pytest.fixture
+async def pair(db_dsn: str, namespace: str) -> AsyncIterator[list[PostgresQueueManager]]:
+    """Two managers (two brokers, two processes' worth): each hears the other's NOTIFY."""
+    async with (
+        start_manager(db_dsn, namespace, broker_id="a", poll_interval_ms=POLL_MS) as a,
+        start_manager(db_dsn, namespace, broker_id="b", poll_interval_ms=POLL_MS) as b,
+    ):
+        await a.ctx.notifier.connected.wait()
+        await b.ctx.notifier.connected.wait()
+        await eventually(
+            lambda: a.ctx.notifier.peers_heard and b.ctx.notifier.peers_heard,
+            message="the managers hear each other",
+        )
+        yield [a, b]
+
+
+async def _held_back_poll_woken_by_ack(
+    waiting_on: PostgresQueueManager,
+    acker: PostgresQueueManager,
+    queue: str,
+    setup: Callable[[PostgresQueueManager], Awaitable[None]],
+    waits: Callable[[], bool] | None = None,
+) -> None:
+    await setup(acker)
+    [first] = await acker.pull_batch(queue, 10)
+    waiting = asyncio.create_task(waiting_on.pull_batch(queue, 10, timeout_ms=POLL_MS - 1))
+    await eventually(
+        waits or (lambda: _idle_claims(waiting_on, queue) == 1), message="the claim waits"
+    )
+    await acker.ack_batch([(first.id, first.token, None)])
+    claims = await asyncio.wait_for(waiting, BOUND_S)
+    assert len(claims) == 1 and claims[0].id != first.id
+
+
+@pytest.mark.parametrize("acked_by", ["same manager", "other manager"])
+async def test_an_ack_freeing_a_concurrency_slot_wakes_the_held_back_long_poll(
+    pair: list[PostgresQueueManager], acked_by: str
+) -> None:
+    a, b = pair
+
+    async def setup(m: PostgresQueueManager) -> None:
+        await m.set_concurrency("lim", 1)
+        await m.push_bulk("lim", [{"name": "n", "data": i} for i in range(2)])
+
+    await _held_back_poll_woken_by_ack(a, a if acked_by == "same manager" else b, "lim", setup)
+
+
+@pytest.mark.parametrize("acked_by", ["same manager", "other manager"])
+async def test_an_ack_freeing_a_group_slot_wakes_the_held_back_long_poll(
+    pair: list[PostgresQueueManager], acked_by: str
+) -> None:
+    a, b = pair
+
+    async def setup(m: PostgresQueueManager) -> None:
+        await m.set_group_concurrency("grp", "g", 1)
+        await m.push_bulk("grp", [{"name": "n", "data": i, "group_id": "g"} for i in range(2)])
+
+    # A group held at its concurrency reports a retry of 1 ms today (the planned
+    # claim's retry of a NULL reopening), so this claim re-polls: the test keeps the
+    # wake-up honest should that change.
+    await _held_back_poll_woken_by_ack(
+        a,
+        a if acked_by == "same manager" else b,
+        "grp",
+        setup,
+        waits=lambda: "grp" in a.ctx.rate_throttled or _idle_claims(a, "grp") == 1,
+    )
+
+
+@pytest.mark.parametrize("acked_by", ["same manager", "other manager"])
+async def test_an_ack_releasing_a_dependent_wakes_the_long_poll_of_its_queue(
+    pair: list[PostgresQueueManager], acked_by: str
+) -> None:
+    a, b = pair
+    acker = a if acked_by == "same manager" else b
+    first = await acker.push("up", "n", None)
+    dependent = await acker.push("down", "n", None, depends_on=[first])
+    [claim] = await acker.pull_batch("up", 1)
+    waiting = asyncio.create_task(a.pull_batch("down", 1, timeout_ms=POLL_MS - 1))
+    await eventually(lambda: _idle_claims(a, "down") == 1, message="the claim waits")
+    await acker.ack_batch([(claim.id, claim.token, None)])
+    assert [c.id for c in await asyncio.wait_for(waiting, BOUND_S)] == [dependent]
+
+
+async def test_an_ack_on_a_plain_queue_leaves_its_idle_long_polls_asleep(
+    pair: list[PostgresQueueManager],
+) -> None:
+    """The spurious claim: a completion makes nothing claimable on a queue without
+    limits or groups, so neither this manager's nor the other's waiting claims wake."""
+    a, b = pair
+    await a.push("q", "n", None)
+    [claim] = await a.pull_batch("q", 1)
+    here = asyncio.create_task(a.pull_batch("q", 1, timeout_ms=POLL_MS - 1))
+    there = asyncio.create_task(b.pull_batch("q", 1, timeout_ms=POLL_MS - 1))
+    await eventually(lambda: _idle_claims(a, "q") == 1 and _idle_claims(b, "q") == 1)
+    notified = b.ctx.notifier.notifications
+    await a.ack_batch([(claim.id, claim.token, None)])
+    await eventually(lambda: b.ctx.notifier.notifications > notified, message="the NOTIFY")
+    for m in (a, b):
+        [waiter] = m.ctx.notifier._waiters["q"]
+        assert waiter.event.done() and not waiter.work.done()
+    job = await a.push("q", "n", None)  # a push still wakes them
+    done, _ = await asyncio.wait({here, there}, timeout=BOUND_S, return_when="FIRST_COMPLETED")
+    assert [c.id for c in done.pop().result()] == [job]
+    for task in (here, there):
+        task.cancel()
+
+
+async def test_ten_long_polls_in_each_of_two_managers_take_every_job_pushed_one_by_one(
+    pair: list[PostgresQueueManager], db_dsn: str, namespace: str
+) -> None:
+    """The 2x10 setup: a pushed job wakes one idle claim per manager, and every job
+    is claimed (none waits for the poll interval), pushed one at a time or in bulk."""
+    async with start_manager(db_dsn, namespace, broker_id="p") as producer:
+        await producer.ctx.notifier.connected.wait()
+        got: list[str] = []
+
+        async def poll(m: PostgresQueueManager) -> None:
+            while True:
+                got.extend(c.id for c in await m.pull_batch("w", 1, timeout_ms=POLL_MS - 1))
+
+        tasks = [asyncio.create_task(poll(m)) for m in pair for _ in range(10)]
+        try:
+            await eventually(lambda: all(_idle_claims(m, "w") == 10 for m in pair))
+            pushed = [await producer.push("w", "n", i) for i in range(15)]
+            await asyncio.wait_for(eventually(lambda: len(got) == 15), BOUND_S)
+            pushed += await producer.push_bulk("w", [{"name": "n", "data": i} for i in range(25)])
+            await asyncio.wait_for(eventually(lambda: len(got) == 40), BOUND_S)
+            assert sorted(got) == sorted(pushed)
+        finally:
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
