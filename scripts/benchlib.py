@@ -75,8 +75,10 @@ def start_broker(
     tcp_port: int,
     namespace: str = "default",
     http_port: int | None = None,
+    root: Path = ROOT,
 ) -> subprocess.Popen[bytes]:
-    """One ``python -m pgqueue serve`` process, returned once it says it is serving."""
+    """One ``python -m pgqueue serve`` process, returned once it says it is serving;
+    ``root``: the checkout whose code it runs (another one to compare base and new)."""
     http = ["--http-port", str(http_port)] if http_port else ["--no-http"]
     process = subprocess.Popen(
         [
@@ -98,10 +100,10 @@ def start_broker(
             str(tcp_port),
             *http,
         ],
-        cwd=ROOT,
+        cwd=root,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
-        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        env={**os.environ, "PYTHONUNBUFFERED": "1", "PYTHONPATH": str(root)},
     )
     assert process.stdout is not None
     for line in process.stdout:

@@ -26,6 +26,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from pgqueue import Config, PostgresQueueManager  # noqa: E402
+from pgqueue.manager.projection import BYTES_DEFAULT, ENTRIES_DEFAULT  # noqa: E402
 from scripts.benchlib import (  # noqa: E402
     default_dsn,
     free_port,
@@ -112,7 +113,7 @@ def main() -> None:
     parser.add_argument("--jobs", type=int, default=1_000_000)
     parser.add_argument("--no-write", action="store_true")
     args = parser.parse_args()
-    checkpoints = sorted({n for n in (50_000, 100_000, 250_000, 500_000) if n < args.jobs})
+    checkpoints = sorted({n for n in (10_000, 50_000, 100_000, 250_000, 500_000) if n < args.jobs})
     checkpoints.append(args.jobs)
     with scratch_database(args.dsn, "pgq_memory") as dsn:
         http_port = free_port()
@@ -143,12 +144,14 @@ def main() -> None:
     if not args.no_write:
         write_section(
             "### Broker memory against the backlog (`scripts/measure_broker_memory.py`)\n\n"
-            f"One broker (`pgqueue serve`, default projection cap 100,000 entries / 64 MiB) "
+            f"One broker (`pgqueue serve`, default projection cap {ENTRIES_DEFAULT:,} entries / "
+            f"{BYTES_DEFAULT // 2**20} MiB) "
             f"watches its namespace while {args.jobs:,} waiting jobs are admitted through the "
             f"engine in bulk (chunks of {CHUNK:,}).  At each checkpoint the script waits until "
             f"the broker has applied every `pushed` event from the outbox, then reads the "
             f"broker's resident memory.  Memory rises while the projection fills to its cap "
-            f"and then stays flat: the backlog lives in PostgreSQL, not in the broker.\n\n"
+            f"and then stays flat: the backlog lives in PostgreSQL, not in the broker "
+            f"(claims against the backlog, and base against new: section `backlog`).\n\n"
             + "\n".join(table)
             + "\n",
             "broker_memory",

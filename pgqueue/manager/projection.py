@@ -27,6 +27,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from sys import intern
 from typing import Any
 
 from pgqueue.db.queries import Q
@@ -38,13 +39,21 @@ __all__ = ["JobSummary", "Projection", "ProjectionStats"]
 
 log = logging.getLogger("pgqueue.projection")
 
-ENTRIES_DEFAULT = 100_000
-BYTES_DEFAULT = 64 * 1024 * 1024
+# Nothing the broker serves reads the summaries (protocol reads go to PostgreSQL,
+# docs/architecture.md "The bounded projection"): the cap is sized for a dashboard's
+# recent jobs, and reached at a small backlog, so memory is flat from there on.
+ENTRIES_DEFAULT = 10_000
+BYTES_DEFAULT = 16 * 1024 * 1024
 COUNTS_REFRESH_MS_DEFAULT = 1_000
 FEED_RETRY_MIN_S = 0.1
 FEED_RETRY_MAX_S = 5.0
 FEED_SIZE_DEFAULT = 50_000  # events queued for the projection before it reads on its own
-_BASE_BYTES = 240  # slots object, its floats and its place in the LRU map
+# One entry, measured with tracemalloc (scripts/bench_backlog.py's section): the
+# slots object (104), its place in the LRU map (~95), the event id (32) and the
+# timestamp (24, shared by created_at and updated_at when one event set both);
+# plus the id string (counted by length).  Queue, state and name strings are
+# interned: one object for every entry that has them.
+_BASE_BYTES = 300
 
 _STATE_AFTER = {
     "active": "active",
@@ -76,7 +85,7 @@ class JobSummary:
 
     def size(self) -> int:
         extra = 0 if self.progress is None else sys.getsizeof(self.progress)
-        return _BASE_BYTES + len(self.id) + len(self.queue) + len(self.name or "") + extra
+        return _BASE_BYTES + len(self.id) + extra
 
 
 @dataclass(slots=True)
@@ -126,7 +135,6 @@ class Projection(Service):
         self.max_bytes = max_bytes
         self.counts_refresh_ms = counts_refresh_ms
         self._jobs: OrderedDict[str, JobSummary] = OrderedDict()
-        self._sizes: dict[str, int] = {}
         self._counts: dict[str, _QueueCounts] = {}
         self._counts_lock = asyncio.Lock()
         self.stats = ProjectionStats()
@@ -218,10 +226,16 @@ class Projection(Service):
         if summary is not None and event.id < summary.event_id:
             return  # an older event read late: the summary already has what followed
         if summary is None:
-            summary = JobSummary(event.job_id, event.queue, "waiting", created_at=event.timestamp)
+            old_size = 0
+            summary = JobSummary(
+                event.job_id, intern(event.queue), "waiting", created_at=event.timestamp
+            )
+        else:
+            old_size = summary.size()
         if event.type == "pushed":
-            summary.state = str(payload.get("state") or "waiting")
-            summary.name = payload.get("name")
+            summary.state = intern(str(payload.get("state") or "waiting"))
+            name = payload.get("name")
+            summary.name = intern(name) if isinstance(name, str) else name
             summary.created_at = event.timestamp
         elif event.type == "failed":
             summary.attempts = int(payload.get("attemptsMade") or summary.attempts + 1)
@@ -238,26 +252,25 @@ class Projection(Service):
             summary.state = _STATE_AFTER[event.type]
         summary.updated_at = event.timestamp
         summary.event_id = event.id
-        self._store(summary)
+        self._store(summary, old_size)
 
-    def _store(self, summary: JobSummary) -> None:
-        size = summary.size()
-        old = self._sizes.get(summary.id)
-        if old is not None:
-            self.stats.bytes -= old
+    def _store(self, summary: JobSummary, old_size: int) -> None:
+        """Put ``summary`` (``old_size`` bytes before this event, 0 if new) last in
+        the LRU and evict the oldest beyond the caps.  An entry's size is computed
+        from what it holds, so no second map of sizes is kept."""
         self._jobs[summary.id] = summary
         self._jobs.move_to_end(summary.id)
-        self._sizes[summary.id] = size
-        self.stats.bytes += size
+        self.stats.bytes += summary.size() - old_size
         while len(self._jobs) > self.max_entries or self.stats.bytes > self.max_bytes:
-            victim, _ = self._jobs.popitem(last=False)
-            self.stats.bytes -= self._sizes.pop(victim, 0)
+            _, victim = self._jobs.popitem(last=False)
+            self.stats.bytes -= victim.size()
             self.stats.evictions += 1
         self.stats.entries = len(self._jobs)
 
     def _drop(self, job_id: str) -> None:
-        if self._jobs.pop(job_id, None) is not None:
-            self.stats.bytes -= self._sizes.pop(job_id, 0)
+        victim = self._jobs.pop(job_id, None)
+        if victim is not None:
+            self.stats.bytes -= victim.size()
             self.stats.entries = len(self._jobs)
 
     def staleness_ms(self) -> float | None:

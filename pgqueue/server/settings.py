@@ -6,6 +6,8 @@ from dataclasses import dataclass
 
 from pgqueue.config import at_least
 from pgqueue.errors import ConfigError
+from pgqueue.manager.projection import BYTES_DEFAULT as PROJECTION_BYTES_DEFAULT
+from pgqueue.manager.projection import ENTRIES_DEFAULT as PROJECTION_ENTRIES_DEFAULT
 from pgqueue.protocol import MAX_FRAME_SIZE
 
 __all__ = ["AuthToken", "BrokerSettings"]
@@ -70,8 +72,8 @@ class BrokerSettings:
     max_connections_per_address: int = 1024
     drain_timeout_ms: int = 30_000
     enable_http: bool = True
-    projection_entries: int = 100_000
-    projection_bytes: int = 64 * 1024 * 1024
+    projection_entries: int = PROJECTION_ENTRIES_DEFAULT
+    projection_bytes: int = PROJECTION_BYTES_DEFAULT
     max_http_body_bytes: int = HTTP_BODY_BYTES_DEFAULT
     sse_keepalive_ms: int = 15_000
     readiness_timeout_ms: int = 2_000

@@ -43,6 +43,10 @@ WITH clock AS (
       AND j.state = 'pending'
       AND j.group_id IS NULL
       AND j.run_at <= (SELECT now FROM clock)
+      -- The same bound on the index's sort_key (epoch µs of run_at; negative for
+      -- LIFO jobs, which the line above filters): checked in the claim index, so
+      -- delayed jobs of a higher priority are passed over without a heap visit.
+      AND j.sort_key <= pgqueue_epoch_us((SELECT now FROM clock))
       AND (j.expires_at IS NULL OR j.expires_at > (SELECT now FROM clock))
       AND (SELECT live FROM session)
       AND NOT (SELECT paused OR plan_needed FROM settings)

@@ -191,3 +191,17 @@ async def test_the_lease_expiry_scan_keeps_the_lease_index_under_a_moved_clock(
             conn, Q.job_lock_expired_leases, namespace=NAMESPACE, limit=500, now=later
         )
     assert scans_of_jobs(plan) == ["Index Scan pgqueue_jobs_lease_idx"], json.dumps(plan, indent=1)
+
+
+@pytest.mark.parametrize("plan_cache_mode", ["force_custom_plan", "force_generic_plan"])
+async def test_the_claim_passes_over_delayed_jobs_inside_the_claim_index(
+    backlog: Backlog, plan_cache_mode: str
+) -> None:
+    """Delayed jobs of a higher priority sort ahead of due ones in the claim index:
+    the claim bounds the index's sort_key by "now", so they are rejected from the
+    index entry, without a visit to their heap rows (scripts/bench_backlog.py,
+    queue ``scheduled``)."""
+    async with planner(backlog.dsn, plan_cache_mode) as conn:
+        plan = await explain(conn, Q.job_claim_batch, **claim_args(backlog))
+    [scan] = [n for n in walk(plan) if n.get("Index Name") == "pgqueue_jobs_claim_idx"]
+    assert "sort_key <=" in scan["Index Cond"], json.dumps(scan, indent=1)
