@@ -8,9 +8,11 @@ for both, with no import between them.
 
 from __future__ import annotations
 
-import dataclasses
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
+
+from pgqueue.vocabulary.frozen import fast_maker
 
 __all__ = ["Job", "new_job"]
 
@@ -63,29 +65,5 @@ class Job:
     last_heartbeat_at: float | None = None
 
 
-def _filling() -> type:
-    """A mutable twin of :class:`Job`: the same fields, so the same slots in the same
-    order (the same layout), with the plain ``__init__`` of a dataclass that is not
-    frozen (a frozen one sets each of the 38 fields through ``object.__setattr__``)."""
-    fields = [
-        (f.name, f.type, dataclasses.field(default=f.default))
-        if f.default is not dataclasses.MISSING
-        else (f.name, f.type)
-        for f in dataclasses.fields(Job)
-    ]
-    twin = dataclasses.make_dataclass(
-        "_JobFilling", fields, slots=True, eq=False, repr=False, match_args=False
-    )
-    assert twin.__slots__ == Job.__slots__  # type: ignore[attr-defined]
-    return twin
-
-
-_JobFilling = _filling()
-
-
-def new_job(*args: Any, **fields: Any) -> Job:
-    """``Job(*args, **fields)``, made ~8x faster (the engine makes one per row it
-    reads): filled in as the mutable twin, then turned into the frozen ``Job``."""
-    job = _JobFilling(*args, **fields)
-    job.__class__ = Job
-    return job  # type: ignore[no-any-return]
+new_job: Callable[..., Job] = fast_maker(Job)
+"""``Job(...)``, ~8x faster (the engine makes one per row it reads; see fast_maker)."""
