@@ -61,10 +61,11 @@ __all__ = [
 ]
 
 STACK_INPUT_LIMIT = 100
+STACK_KEEP_DEFAULT = 10
+
 # FinishRow(...) and ItemOutcome(...) per acked job, without the frozen __init__
 _finish_row = fast_maker(FinishRow)
 _outcome = fast_maker(ItemOutcome)
-STACK_KEEP_DEFAULT = 10
 
 
 def parse_fence(token: str) -> int | None:
