@@ -10,6 +10,7 @@ caller passes, so they commit or roll back with the caller's work.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Mapping, Sequence
+from functools import partial
 from typing import Any
 
 from pgqueue.client.limits import LIMIT_OPS, answer_of
@@ -30,12 +31,44 @@ from pgqueue.errors import IndeterminateCommit
 from pgqueue.manager.admission import admit_in
 from pgqueue.manager.completion import complete_in
 from pgqueue.manager.flows import flatten
+from pgqueue.manager.models import ClaimedJob
 from pgqueue.manager.options import JobSpec, build_job_spec
 from pgqueue.manager.reads import NO_RESULT
-from pgqueue.protocol.job_view import job_view
+from pgqueue.protocol.job_view import job_view, last_heartbeat
 from pgqueue.runtime import PostgresQueueManager
 
-__all__ = ["EmbeddedTransport"]
+__all__ = ["EmbeddedTransport", "pulled_head"]
+
+
+def _view(claim: ClaimedJob) -> dict[str, Any]:
+    return job_view(claim.job)
+
+
+def pulled_head(claim: ClaimedJob) -> dict[str, Any]:
+    """The keys of a pulled job's wire dict that :class:`~pgqueue.client.job.Job`
+    reads when it is made, with the values :func:`job_view` gives them, read from
+    the claim's row (the whole view is made only when ``Job.raw`` is read)."""
+    started = claim.started_at
+    created = claim.created_at
+    progress = claim.progress
+    return {
+        "id": claim.id,
+        "queue": claim.queue,
+        "name": claim.name,
+        "data": claim.data,
+        "createdAt": created,
+        "startedAt": started,
+        "completedAt": None,  # a claimed job is not finished
+        "attempts": claim.attempts,
+        "progress": progress if progress is not None else 0,
+        "stacktrace": claim.stacktrace,
+        "lastHeartbeat": last_heartbeat(claim.last_heartbeat_at, started, created),
+        "priority": claim.priority,
+        "maxAttempts": claim.max_attempts,
+        "timeout": claim.timeout_ms,
+        "parentId": claim.parent_id,
+        "stallTimeout": claim.stall_timeout_ms,
+    }
 
 
 class EmbeddedTransport:
@@ -99,7 +132,7 @@ class EmbeddedTransport:
         claims = await self.manager.pull_batch(
             queue, count, owner=owner, lock_ttl_ms=lock_ttl_ms, timeout_ms=timeout_ms
         )
-        return [Lease(job_view(c.job), c.token, c.fence) for c in claims]
+        return [Lease(pulled_head(c), c.token, c.fence, partial(_view, c)) for c in claims]
 
     async def ack(self, items: Sequence[AckRequest]) -> list[bool]:
         outcomes = await self.manager.ack_batch(list(items))

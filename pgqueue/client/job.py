@@ -33,8 +33,10 @@ class Job:
     __slots__ = (
         "_cancelled",
         "_completed_in",
+        "_raw",
         "_released",
         "_transport",
+        "_view",
         "_waiter",
         "attempts_made",
         "data",
@@ -51,7 +53,6 @@ class Job:
         "processed_on",
         "progress",
         "queue_name",
-        "raw",
         "returnvalue",
         "stacktrace",
         "stall_timeout",
@@ -74,8 +75,10 @@ class Job:
         token: str | None = None,
         fence: int | None = None,
         waiter: Callable[[str, float | None], Awaitable[Any]] | None = None,
+        view: Callable[[], dict[str, Any]] | None = None,
     ) -> None:
         raw = dict(raw or {})
+        self._view = view
         self._transport = transport
         self._waiter = waiter
         self._completed_in = False
@@ -86,7 +89,7 @@ class Job:
         self.data = data
         self.queue_name = queue_name
         self.opts: dict[str, Any] = dict(opts or {})
-        self.raw = raw
+        self._raw = raw
         self.token = token
         self.fence = fence
         self.attempts_made: int = int(raw.get("attempts") or 0)
@@ -114,8 +117,10 @@ class Job:
         token: str | None = None,
         fence: int | None = None,
         waiter: Callable[[str, float | None], Awaitable[Any]] | None = None,
+        view: Callable[[], dict[str, Any]] | None = None,
     ) -> Job:
-        """A job from its wire dict (a query's answer or a pulled job)."""
+        """A job from its wire dict (a query's answer or a pulled job); ``view``: see
+        :class:`~pgqueue.client.transport.Lease` (``raw`` then holds some keys only)."""
         return cls(
             transport,
             str(raw["id"]),
@@ -126,7 +131,21 @@ class Job:
             token=token,
             fence=fence,
             waiter=waiter,
+            view=view,
         )
+
+    @property
+    def raw(self) -> dict[str, Any]:
+        """The job's wire dict, as the transport gave it."""
+        if self._view is not None:
+            whole = self._view()
+            whole.update(self._raw)  # the same values, the same objects as the attributes
+            self._raw, self._view = whole, None
+        return self._raw
+
+    @raw.setter
+    def raw(self, value: dict[str, Any]) -> None:
+        self._raw, self._view = value, None
 
     def __repr__(self) -> str:
         return f"Job(id={self.id!r}, name={self.name!r}, queue={self.queue_name!r})"

@@ -16,7 +16,7 @@ re-push with the same custom id).
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
@@ -82,11 +82,18 @@ job was cancelled while this claim held it: stop working on it)."""
 
 @dataclass(frozen=True, slots=True)
 class Lease:
-    """A pulled job: its wire dict plus the claim's token and fence."""
+    """A pulled job: its wire dict plus the claim's token and fence.
+
+    With ``view`` set, ``job`` holds only the keys :class:`~pgqueue.client.job.Job`
+    reads when it is made (their values as in the whole dict) and ``view()``
+    makes the whole wire dict, when :attr:`Job.raw` is first read (the embedded
+    transport: most handlers never read it).
+    """
 
     job: dict[str, Any]
     token: str
     fence: int
+    view: Callable[[], dict[str, Any]] | None = None
 
 
 AckRequest = AckItem

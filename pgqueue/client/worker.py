@@ -366,7 +366,9 @@ class Worker(TransportOwner):
     # -- one job --------------------------------------------------------------------------
 
     def _begin(self, transport: Transport, lease: Lease) -> None:
-        job = Job.from_wire(transport, lease.job, token=lease.token, fence=lease.fence)
+        job = Job.from_wire(
+            transport, lease.job, token=lease.token, fence=lease.fence, view=lease.view
+        )
         self._held[job.id] = job
         self._running += 1
         task = asyncio.get_running_loop().create_task(self._process(transport, job))
@@ -412,7 +414,7 @@ class Worker(TransportOwner):
                 self.processed += 1
                 self.emit("completed", job, result)
         else:
-            await self._complete(job, result)
+            self._complete(job, result)
 
     async def _run(self, job: Job) -> tuple[str, Any]:
         """Run the handler inside a scope that :meth:`_interrupt` or the job's
@@ -490,13 +492,29 @@ class Worker(TransportOwner):
         with contextlib.suppress(Exception):
             await transport.release([(job.id, job.token or "")])
 
-    async def _complete(self, job: Job, result: Any) -> None:
+    def _complete(self, job: Job, result: Any) -> None:
+        """Hand the ACK to the batcher; its answer is handled by :meth:`_acked` (the
+        handler's task ends here: nothing waits for the batch in it)."""
         assert self._acks is not None and job.token is not None
-        acks, ack = self._acks, AckRequest(job.id, job.token, result)
-        if await self._record(job, lambda: acks.add(ack)):
+        self._recording.add(job.id)
+        answer = self._acks.add(AckRequest(job.id, job.token, result))
+        answer.add_done_callback(functools.partial(self._acked, job, result))
+
+    def _acked(self, job: Job, result: Any, answer: asyncio.Future[bool]) -> None:
+        """The ACK's answer (see :meth:`_record`, which does the same for a FAIL)."""
+        self._recording.discard(job.id)
+        self._held.pop(job.id, None)
+        if answer.cancelled():
+            return
+        error = answer.exception()
+        if error is not None:
+            self.emit("error", error)
+        elif answer.result():
             self.processed += 1
             job.returnvalue = result
             self.emit("completed", job, result)
+        else:
+            self._not_recorded(job)
 
     async def _fail(self, transport: Transport, job: Job, exc: Exception) -> None:
         assert job.token is not None
@@ -527,11 +545,14 @@ class Worker(TransportOwner):
             self._recording.discard(job.id)
             self._held.pop(job.id, None)
         if not applied:
-            if job.is_cancelled():
-                self._was_cancelled(job)
-            elif not job.completed_in_transaction:
-                self._lost(job)
+            self._not_recorded(job)
         return applied
+
+    def _not_recorded(self, job: Job) -> None:
+        if job.is_cancelled():
+            self._was_cancelled(job)
+        elif not job.completed_in_transaction:
+            self._lost(job)
 
     def _lost(self, job: Job) -> None:
         """The outcome of ``job`` was not recorded: its lease had been lost."""

@@ -43,6 +43,7 @@ from pgqueue.manager.policy import FailureReason, decide_failure
 from pgqueue.manager.rows import ms
 from pgqueue.manager.write_rows import FinishRow, RequeueRow, column_arrays
 from pgqueue.vocabulary.completions import FailItem
+from pgqueue.vocabulary.frozen import fast_maker
 
 __all__ = [
     "STACK_INPUT_LIMIT",
@@ -61,6 +62,10 @@ __all__ = [
 
 STACK_INPUT_LIMIT = 100
 STACK_KEEP_DEFAULT = 10
+
+# FinishRow(...) and ItemOutcome(...) per acked job, without the frozen __init__
+_finish_row = fast_maker(FinishRow)
+_outcome = fast_maker(ItemOutcome)
 
 
 def parse_fence(token: str) -> int | None:
@@ -128,7 +133,7 @@ def _completion(job_id: str, token: str, result: str, remove: Any = None) -> Fin
     """An active job, leased by ``token``, completed with the encoded ``result``;
     ``remove`` (the ACK's removeOnComplete) overrides the job's own option."""
     at_once, keep = (None, None) if remove is None else removal_policy(remove, "removeOnComplete")
-    return FinishRow(
+    return _finish_row(
         job_id,
         token,
         parse_fence(token),
@@ -215,7 +220,7 @@ async def ack_batch(ctx: EngineContext, items: Sequence[AckItem]) -> list[ItemOu
     done = await _finish(ctx.db, ctx, finish_rows, skip_with_dependents=True, autocommit=True)
     outcomes: list[ItemOutcome | None] = [None] * len(items)
     for row in done:
-        outcomes[row["ord"] - 1] = ItemOutcome(row["id"], True)
+        outcomes[row["ord"] - 1] = _outcome(row["id"], True)
     missed = [i for i, outcome in enumerate(outcomes) if outcome is None]
     if missed:
         try:

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Literal
 
 from pgqueue.db.records import record_as_wire
 from pgqueue.errors import PgQueueError
+from pgqueue.manager.rows import ClaimedJob
 from pgqueue.vocabulary.completions import AckItem
 from pgqueue.vocabulary.job_record import Job
 from pgqueue.vocabulary.states import JOB_STATES
@@ -20,42 +21,6 @@ __all__ = [
     "JobCounts",
     "OutcomeReason",
 ]
-
-
-@dataclass(frozen=True, slots=True)
-class ClaimedJob:
-    """A job this caller now holds a lease on.
-
-    ``token`` is the lock token (it encodes ``fence``, the per-job claim
-    counter); ack, fail and heartbeat must present it.  ``attempts`` counts the
-    failures consumed before this delivery.  ``lease_until`` is milliseconds on
-    the database clock.
-    """
-
-    job: Job
-    token: str
-    fence: int
-    lease_until: float
-
-    @property
-    def id(self) -> str:
-        return self.job.id
-
-    @property
-    def name(self) -> str:
-        return self.job.name
-
-    @property
-    def data(self) -> Any:
-        return self.job.data
-
-    @property
-    def queue(self) -> str:
-        return self.job.queue
-
-    @property
-    def attempts(self) -> int:
-        return self.job.attempts
 
 
 @dataclass(frozen=True, slots=True)

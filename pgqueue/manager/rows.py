@@ -7,9 +7,18 @@ from typing import Any
 
 from pgqueue import jsontext
 from pgqueue.db.executor import Row
-from pgqueue.manager.models import ClaimedJob, Job
+from pgqueue.vocabulary.job_record import Job, new_job
 
-__all__ = ["claimed_from_row", "job_from_row", "json_or_none", "ms", "reported_state"]
+__all__ = [
+    "ClaimedJob",
+    "claimed_from_row",
+    "job_from_row",
+    "json_or_none",
+    "ms",
+    "reported_state",
+]
+
+_UNSET: Any = object()
 
 
 def ms(value: datetime | None) -> float | None:
@@ -30,16 +39,17 @@ def reported_state(stored: str, run_at: datetime, priority: int, now: datetime) 
     return "prioritized" if priority > 0 else "waiting"
 
 
-def job_from_row(row: Row, *, state: str | None = None) -> Job:
+def job_from_row(row: Row, *, state: str | None = None, data: Any = _UNSET) -> Job:
+    """The job of ``row``; ``data``: its decoded data when the caller has it already."""
     stored = row["state"]
     now = row.get("now")
     if state is None:
         state = reported_state(stored, row["run_at"], row["priority"], now) if now else stored
-    return Job(
+    return new_job(
         id=row["id"],
         queue=row["queue"],
         name=row["name"],
-        data=json_or_none(row["data"]),
+        data=json_or_none(row["data"]) if data is _UNSET else data,
         state=state,
         priority=row["priority"],
         lifo=row["lifo"],
@@ -81,11 +91,115 @@ def job_from_row(row: Row, *, state: str | None = None) -> Job:
     )
 
 
+class ClaimedJob:
+    """A job this caller now holds a lease on.
+
+    ``token`` is the lock token (it encodes ``fence``, the per-job claim
+    counter); ack, fail and heartbeat must present it.  ``attempts`` counts the
+    failures consumed before this delivery.  ``lease_until`` is milliseconds on
+    the database clock.
+
+    Built from the claim's row: :attr:`job` (the whole record) is made on first
+    use, so a caller that needs a few columns only (the SDK's embedded worker)
+    reads them from the row without it.  The column properties give what
+    ``job``'s fields of the same names hold.
+    """
+
+    __slots__ = ("_data", "_job", "_row", "fence", "lease_until", "token")
+
+    def __init__(self, row: Row) -> None:
+        self._row = row
+        self._job: Job | None = None
+        self._data: Any = _UNSET
+        self.token: str = row["lease_token"]
+        self.fence: int = row["fence"]
+        self.lease_until: float = row["lease_until"].timestamp() * 1000.0
+
+    @property
+    def job(self) -> Job:
+        if self._job is None:
+            self._job = job_from_row(self._row, state="active", data=self.data)
+        return self._job
+
+    def __repr__(self) -> str:
+        return f"ClaimedJob(id={self.id!r}, token={self.token!r}, lease_until={self.lease_until!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ClaimedJob):
+            return NotImplemented
+        return (self.job, self.token, self.fence, self.lease_until) == (
+            other.job,
+            other.token,
+            other.fence,
+            other.lease_until,
+        )
+
+    __hash__ = None  # type: ignore[assignment]  # as before: a record with dicts
+
+    # -- columns, read from the row ---------------------------------------------------
+
+    @property
+    def id(self) -> str:
+        return str(self._row["id"])
+
+    @property
+    def name(self) -> str:
+        return str(self._row["name"])
+
+    @property
+    def queue(self) -> str:
+        return str(self._row["queue"])
+
+    @property
+    def data(self) -> Any:
+        if self._data is _UNSET:
+            self._data = json_or_none(self._row["data"])
+        return self._data
+
+    @property
+    def attempts(self) -> int:
+        return int(self._row["attempts"])
+
+    @property
+    def max_attempts(self) -> int:
+        return int(self._row["max_attempts"])
+
+    @property
+    def priority(self) -> int:
+        return int(self._row["priority"])
+
+    @property
+    def progress(self) -> Any:
+        return json_or_none(self._row["progress"])
+
+    @property
+    def stacktrace(self) -> list[str] | None:
+        return json_or_none(self._row["stacktrace"])  # type: ignore[no-any-return]
+
+    @property
+    def created_at(self) -> float:
+        return float(self._row["created_at"].timestamp() * 1000.0)
+
+    @property
+    def started_at(self) -> float | None:
+        return ms(self._row["started_at"])
+
+    @property
+    def last_heartbeat_at(self) -> float | None:
+        return ms(self._row.get("last_heartbeat_at"))
+
+    @property
+    def parent_id(self) -> str | None:
+        return self._row["parent_id"]  # type: ignore[no-any-return]
+
+    @property
+    def timeout_ms(self) -> int | None:
+        return self._row["timeout_ms"]  # type: ignore[no-any-return]
+
+    @property
+    def stall_timeout_ms(self) -> int | None:
+        return self._row.get("stall_timeout_ms")  # type: ignore[no-any-return]
+
+
 def claimed_from_row(row: Row) -> ClaimedJob:
-    job = job_from_row(row, state="active")
-    return ClaimedJob(
-        job=job,
-        token=row["lease_token"],
-        fence=row["fence"],
-        lease_until=row["lease_until"].timestamp() * 1000.0,
-    )
+    return ClaimedJob(row)

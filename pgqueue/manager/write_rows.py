@@ -78,11 +78,18 @@ class RequeueRow:
 
 def column_arrays(
     kind: type[FinishRow] | type[RequeueRow], rows: Sequence[FinishRow] | Sequence[RequeueRow]
-) -> dict[str, list[Any]]:
-    """The aligned arrays of ``rows``, by parameter name (the records' field names)."""
-    columns: dict[str, list[Any]] = {}
+) -> dict[str, list[Any] | None]:
+    """The aligned arrays of ``rows``, by parameter name (the records' field names).
+
+    A column that is NULL in every row is sent as a NULL array: the statements
+    only ``unnest`` their arrays together, which pads a shorter one (a NULL one
+    is empty) with NULLs, so the rows are the same, and the driver does not
+    encode (and type-check) a NULL per row (an ACK sets 7 of the 13 columns)."""
+    columns: dict[str, list[Any] | None] = {}
     for column in fields(kind):
         values = [getattr(row, column.name) for row in rows]
         encode = column.metadata.get("encode")
-        columns[column.name] = values if encode is None else [encode(v) for v in values]
+        if encode is not None:
+            values = [encode(v) for v in values]
+        columns[column.name] = None if values and all(v is None for v in values) else values
     return columns

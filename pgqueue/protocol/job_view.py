@@ -15,19 +15,18 @@ from typing import Any
 from pgqueue.vocabulary.job_options import opts_options
 from pgqueue.vocabulary.job_record import Job
 
-__all__ = ["job_view"]
+__all__ = ["job_view", "last_heartbeat"]
 
 
 def _ms(value: float | None) -> float | None:
     return None if value is None else float(value)
 
 
-def _last_heartbeat(job: Job) -> float:
-    """When the job's lease was last renewed: its last heartbeat, else its claim
-    (bunqueue sets it at the claim too), else its creation."""
-    beat, started = job.last_heartbeat_at, job.started_at
+def last_heartbeat(beat: float | None, started: float | None, created: float) -> float:
+    """When the job's lease was last renewed (``lastHeartbeat``): its last
+    heartbeat, else its claim (bunqueue sets it at the claim too), else its creation."""
     if beat is None:
-        return float(job.created_at if started is None else started)
+        return float(created if started is None else started)
     return float(beat if started is None else max(beat, started))
 
 
@@ -138,7 +137,7 @@ def job_view(job: Job, *, with_state: bool = False) -> dict[str, Any]:
         "stacktrace": job.stacktrace,
         "repeat": None,
         "durable": False,
-        "lastHeartbeat": _last_heartbeat(job),
+        "lastHeartbeat": last_heartbeat(job.last_heartbeat_at, job.started_at, job.created_at),
         "stallCount": job.stall_count,
         "priority": job.priority,
         "lifo": job.lifo,

@@ -8,10 +8,13 @@ for both, with no import between them.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["Job"]
+from pgqueue.vocabulary.frozen import fast_maker
+
+__all__ = ["Job", "new_job"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,3 +63,7 @@ class Job:
     lease_owner: str | None = None
     stall_timeout_ms: int | None = None
     last_heartbeat_at: float | None = None
+
+
+new_job: Callable[..., Job] = fast_maker(Job)
+"""``Job(...)``, ~8x faster (the engine makes one per row it reads; see fast_maker)."""

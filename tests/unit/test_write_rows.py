@@ -11,7 +11,24 @@ def test_finish_rows_fill_the_arrays_of_job_finish_many() -> None:
     arrays = column_arrays(FinishRow, [row])
     scalars = {"namespace", "broker_id", "session_id", "skip_with_dependents"}
     assert set(arrays) | scalars == set(Q.job_finish_many.params)
-    assert arrays["stacktrace"] == [None] and arrays["attempt_entry"] == ['{"a":1}']
+    assert arrays["stacktrace"] is None and arrays["attempt_entry"] == ['{"a":1}']
+
+
+def test_a_column_null_in_every_row_is_a_null_array() -> None:
+    rows = [FinishRow(f"j{i}", f"{i}:t", i, "active", "completed", "null") for i in range(3)]
+    arrays = column_arrays(FinishRow, rows)
+    nulls = {"failed_reason", "error", "stacktrace", "attempt_entry", "remove", "keep"}
+    assert {name for name, column in arrays.items() if column is None} == nulls
+    assert arrays["result"] == ["null"] * 3 and arrays["attempts_inc"] == [0, 0, 0]
+    mixed = column_arrays(
+        FinishRow, [*rows, FinishRow("j9", None, 9, "active", "failed", error="e")]
+    )
+    assert mixed["error"] == [None, None, None, "e"] and mixed["token"] == [
+        "0:t",
+        "1:t",
+        "2:t",
+        None,
+    ]
 
 
 def test_requeue_rows_fill_the_arrays_of_job_requeue_many() -> None:
