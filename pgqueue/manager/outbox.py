@@ -306,7 +306,10 @@ class Subscription:
 
     *Live*, it takes the events the reader fans out (leaving out those of the
     transactions finished in ``skip``: they were committed before it existed);
-    otherwise it reads from ``base`` on its own, then rejoins.
+    otherwise it reads from ``base`` on its own, then rejoins.  A ``prompt``
+    subscription has the reader read on every NOTIFY hint; the others (a cache
+    such as the projection) take the events of the reads at the poll interval
+    (or of a hint that a prompt subscription asked for).
     """
 
     reader: OutboxReader
@@ -317,6 +320,7 @@ class Subscription:
     closed: bool = False
     tokens: bool = True
     skip: Snapshot | None = None
+    prompt: bool = True
     _queue: asyncio.Queue[Event] = field(init=False)
 
     def __post_init__(self) -> None:
@@ -397,6 +401,7 @@ class OutboxReader(Service):
         self._config = config
         self._notifier = notifier
         self._subs: set[Subscription] = set()
+        self._prompt = 0  # of those, the prompt ones
         self._wake = asyncio.Event()
         self.position = ResumeToken(Snapshot(1, 1))
         self.delivered = 0
@@ -417,23 +422,36 @@ class OutboxReader(Service):
         maxsize: int = 10_000,
         tokens: bool = True,
         skip: Snapshot | None = None,
+        prompt: bool = True,
     ) -> Subscription:
         """Everything after ``after`` (a resume token), or live from the reader's
         position, leaving out the transactions finished in ``skip`` (from
         :meth:`now`: what committed before the subscription).  ``tokens=False``
         skips computing each event's resume token (for consumers that never
-        resume, such as the projection)."""
-        if after is None:
-            sub = Subscription(self, queue, self.position, maxsize, live=True, tokens=tokens)
-            if skip is not None and not self.position.seen.covers(skip):
-                sub.skip = skip
-        else:
-            sub = Subscription(self, queue, after, maxsize, live=False, tokens=tokens)
+        resume, such as the projection); ``prompt=False`` lets the events wait
+        for the next poll instead of a read per hint (a cache that may lag by
+        the poll interval)."""
+        position = self.position if after is None else after
+        sub = Subscription(
+            self, queue, position, maxsize, live=after is None, tokens=tokens, prompt=prompt
+        )
+        if after is None and skip is not None and not self.position.seen.covers(skip):
+            sub.skip = skip
         self._subs.add(sub)
+        if prompt:
+            self._prompt += 1
         return sub
 
     def unsubscribe(self, sub: Subscription) -> None:
-        self._subs.discard(sub)
+        if sub in self._subs:
+            self._subs.discard(sub)
+            if sub.prompt:
+                self._prompt -= 1
+
+    @property
+    def read_due(self) -> bool:
+        """Whether a read was asked for before the next poll (a hint or a resync)."""
+        return self._wake.is_set()
 
     async def catch_up(self, sub: Subscription) -> None:
         """Read what ``sub`` missed from the database, then let it rejoin live
@@ -461,7 +479,10 @@ class OutboxReader(Service):
     # -- the reading loop -------------------------------------------------------
 
     def _hint(self, first: int, last: int) -> None:
-        self._wake.set()
+        # Only a prompt subscription is worth a read per hint: the events of the
+        # others (the projection) come with the next poll, many per read.
+        if self._prompt:
+            self._wake.set()
 
     def _resync(self) -> None:
         self._wake.set()

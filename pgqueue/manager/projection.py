@@ -4,7 +4,9 @@ Two parts, both bounded whatever the backlog:
 
 * **job summaries** — an LRU of ``(state, attempts, progress, timestamps)`` per
   job, capped by entries and by bytes, applied from outbox events as they
-  arrive (on a NOTIFY hint, polling as the truth); a failed read is retried
+  arrive with the outbox reader's polls (every ``poll_interval_ms``, many
+  events per read; or sooner, with a read a prompt subscriber's hint asked
+  for: the projection itself costs no read per hint); a failed read is retried
   from the projection's own position, never from "now".  Evicted
   jobs are simply absent: a miss is answered from PostgreSQL by the caller.
 * **queue counts** — per-queue counts per state, read from PostgreSQL with one
@@ -271,9 +273,10 @@ class Projection(Service):
     async def run(self) -> None:
         # A supervised restart keeps the feed: its position is where this stopped.
         if self._subscription is None or self._subscription.closed:
-            # exact=False: the events this broker has not read yet are applied too.
+            # exact=False: the events this broker has not read yet are applied too;
+            # prompt=False: they come with the reader's polls, not a read per hint.
             self._subscription = await self._manager.subscribe_events(
-                None, maxsize=self.feed_size, tokens=False, exact=False
+                None, maxsize=self.feed_size, tokens=False, exact=False, prompt=False
             )
         self.started.set()
         await self._follow(self._subscription)
