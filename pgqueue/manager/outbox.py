@@ -37,7 +37,6 @@ from pgqueue import jsontext
 from pgqueue.config import Config
 from pgqueue.db.executor import Database, Executor, Row
 from pgqueue.db.queries import Q
-from pgqueue.db.records import record_from_row
 from pgqueue.errors import PgQueueError, ValidationError
 from pgqueue.manager.notifier import Notifier
 from pgqueue.service import Service
@@ -205,9 +204,16 @@ class Event:
 
     @classmethod
     def from_row(cls, row: Row) -> Event:
+        # By position, not by name: every event a broker reads passes here.
         payload = row["payload"]
-        return record_from_row(
-            cls, row, payload=jsontext.loads(payload) if payload else {}, timestamp=row["ts"]
+        return cls(
+            row["id"],
+            row["xid"],
+            row["queue"],
+            row["job_id"],
+            row["type"],
+            jsontext.loads(payload) if payload else {},
+            row["ts"],
         )
 
     def stamped(self, token: ResumeToken | None) -> Event:
@@ -336,8 +342,9 @@ class Subscription:
             return self.reader.position.with_seen(self.skip)
         return self.base
 
-    def offer(self, event: Event, before: ResumeToken, after: ResumeToken) -> None:
-        """An event the reader read, between positions ``before`` and ``after``."""
+    def offer(self, event: Event, batch: Batch, index: int) -> None:
+        """An event the reader read: ``batch.events[index]`` (its positions before
+        and after it are computed only when needed)."""
         if not self.live or not self.matches(event):
             return
         if self.skip is not None and self.skip.finished(event.xid) and event.type != "gap":
@@ -347,9 +354,11 @@ class Subscription:
                 "subscriber fell behind (%d queued); catching up from the database", self.maxsize
             )
             self.live = False
-            self.base = before.with_seen(self.skip)  # it starts at this event
+            self.base = batch.after(index - 1).with_seen(self.skip)  # it starts at this event
             return
-        self._queue.put_nowait(event.stamped(after.with_seen(self.skip) if self.tokens else None))
+        if self.tokens:
+            event = event.stamped(batch.after(index).with_seen(self.skip))
+        self._queue.put_nowait(event)
 
     def put_caught_up(self, event: Event, after: ResumeToken) -> bool:
         """An event read during catch-up; False when the queue is full."""
@@ -510,17 +519,16 @@ class OutboxReader(Service):
         passed = 0
         while True:
             batch = await read_batch(self._db, self._config, self.position, None)
-            before = batch.after(-1)
-            for index, event in enumerate(batch.events):
-                after = batch.after(index)
-                self.position = after
-                self.last_event_at = event.timestamp
-                self.delivered += 1
-                for sub in list(self._subs):
-                    sub.offer(event, before, after)
-                before = after
+            events = batch.events
+            subs = list(self._subs)
+            for index, event in enumerate(events):
+                for sub in subs:
+                    sub.offer(event, batch, index)
+            if events:
+                self.last_event_at = events[-1].timestamp
+                self.delivered += len(events)
             self.position = batch.end
-            passed += len(batch.events)
+            passed += len(events)
             if batch.done:
                 break
         seen = self.position.seen
