@@ -45,6 +45,7 @@ BYTES_DEFAULT = 64 * 1024 * 1024
 COUNTS_REFRESH_MS_DEFAULT = 1_000
 FEED_RETRY_MIN_S = 0.1
 FEED_RETRY_MAX_S = 5.0
+APPLY_RUN_MAX = 1_000  # events applied before the projection yields to the loop
 FEED_SIZE_DEFAULT = 50_000  # events queued for the projection before it reads on its own
 _BASE_BYTES = 240  # slots object, its floats and its place in the LRU map
 
@@ -135,6 +136,8 @@ class Projection(Service):
         self._subscription: Subscription | None = None
         self.applied = asyncio.Event()
         self.listeners: list[Callable[[Event], None]] = []
+        # Called once per run of events applied together (the metrics: one count each).
+        self.batch_listeners: list[Callable[[list[Event]], None]] = []
 
     # -- reads ------------------------------------------------------------------
 
@@ -303,7 +306,14 @@ class Projection(Service):
                 delay = min(delay * 2, FEED_RETRY_MAX_S)
                 continue
             delay = FEED_RETRY_MIN_S
-            self.apply(event)
-            for listener in self.listeners:
-                listener(event)
+            events = [event]
+            while len(events) < APPLY_RUN_MAX and (more := feed.get_nowait()) is not None:
+                events.append(more)  # what the feed holds already: applied in one run
+            listeners = self.listeners
+            for event in events:
+                self.apply(event)
+                for listener in listeners:
+                    listener(event)
+            for batch_listener in self.batch_listeners:
+                batch_listener(events)
             self.applied.set()
