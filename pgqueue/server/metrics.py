@@ -295,8 +295,8 @@ class BrokerMetrics:
     # -- moved by the broker -----------------------------------------------------
 
     def observe_command(self, command: str, seconds: float, ok: bool) -> None:
-        self.commands.labels(command, "ok" if ok else "error").inc()
-        self.command_seconds.labels(command).observe(seconds)
+        self._child(self.commands, command, "ok" if ok else "error").inc()
+        self._child(self.command_seconds, command).observe(seconds)
 
     def observe_pull(self, queue: str, jobs: list[dict[str, Any]]) -> None:
         pickup = self._child(self.pickup, queue)  # once per frame, not per job
