@@ -30,7 +30,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 from pgqueue import jsontext
@@ -204,17 +204,19 @@ class Event:
 
     @classmethod
     def from_row(cls, row: Row) -> Event:
-        # By position, not by name: every event a broker reads passes here.
+        # Every event a broker reads passes here: built through the slots' own
+        # setters, not the frozen __init__ (object.__setattr__ per field, ~2.5x slower).
+        event: Event = _new(cls)
+        _SET_ID(event, row["id"])
+        _SET_XID(event, row["xid"])
+        _SET_QUEUE(event, row["queue"])
+        _SET_JOB_ID(event, row["job_id"])
+        _SET_TYPE(event, row["type"])
         payload = row["payload"]
-        return cls(
-            row["id"],
-            row["xid"],
-            row["queue"],
-            row["job_id"],
-            row["type"],
-            jsontext.loads(payload) if payload else {},
-            row["ts"],
-        )
+        _SET_PAYLOAD(event, jsontext.loads(payload) if payload else {})
+        _SET_TIMESTAMP(event, row["ts"])
+        _SET_RESUME(event, "")
+        return event
 
     def stamped(self, token: ResumeToken | None) -> Event:
         if token is None:
@@ -229,6 +231,19 @@ class Event:
             self.timestamp,
             str(token),
         )
+
+
+_new = object.__new__
+(
+    _SET_ID,
+    _SET_XID,
+    _SET_QUEUE,
+    _SET_JOB_ID,
+    _SET_TYPE,
+    _SET_PAYLOAD,
+    _SET_TIMESTAMP,
+    _SET_RESUME,
+) = (vars(Event)[f.name].__set__ for f in fields(Event))
 
 
 @dataclass(slots=True)
