@@ -360,6 +360,7 @@ class QueueEngine(ControlOps, DlqOps, LimitOps, WebhookOps, CronOps, ManagerBase
         maxsize: int = 10_000,
         tokens: bool = True,
         exact: bool = True,
+        prompt: bool = True,
     ) -> Subscription:
         """A subscription to the outbox: events from now on, or after a resume token.
 
@@ -368,10 +369,14 @@ class QueueEngine(ControlOps, DlqOps, LimitOps, WebhookOps, CronOps, ManagerBase
         "From now on" means events committed after this call: those committed
         before it are left out even when this broker has not read them yet
         (``exact=False`` keeps them, for a consumer that wants the overlap).
+        ``prompt=False``: the events may wait for the outbox reader's next poll
+        (a cache; no read per NOTIFY hint on its account).
         """
         token = subscription_start(queue, after)
         if self.outbox is None:
             self.outbox = OutboxReader(self.db, self.config, self.notifier)
             await self.outbox.start()
         skip = await self.outbox.now() if exact and token is None else None
-        return self.outbox.subscribe(queue, after=token, maxsize=maxsize, tokens=tokens, skip=skip)
+        return self.outbox.subscribe(
+            queue, after=token, maxsize=maxsize, tokens=tokens, skip=skip, prompt=prompt
+        )

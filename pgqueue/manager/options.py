@@ -124,7 +124,13 @@ def plain_spec(queue: str, name: str, data_json: str) -> JobSpec:
 
 
 def encode_json(
-    value: Any, *, label: str, limit: int, what: str = "Job data", wide_ints: bool = True
+    value: Any,
+    *,
+    label: str,
+    limit: int,
+    what: str = "Job data",
+    wide_ints: bool = True,
+    checked: bool = False,
 ) -> str:
     """The JSON text of ``value``, stored as it is (see :mod:`pgqueue.jsontext`).
 
@@ -133,11 +139,12 @@ def encode_json(
     infinities, NUL characters, nesting deeper than
     :data:`~pgqueue.jsontext.JSON_MAX_DEPTH`, text over ``limit`` bytes and,
     unless ``wide_ints`` (the TCP transport carries 64 bits), integers beyond
-    64 bits.  The same rules and messages on every transport.
+    64 bits.  The same rules and messages on every transport.  ``checked``: the
+    caller found ``value`` passes :func:`pgqueue.jsontext.value_error` already.
     """
     if value is None:
         return "null"
-    problem = jsontext.value_error(value, wide_ints=wide_ints)
+    problem = None if checked else jsontext.value_error(value, wide_ints=wide_ints)
     if problem == jsontext.NUL_PROBLEM:
         raise ValidationError(f"{what} must not contain NUL characters", field=label)
     if problem is not None:
@@ -389,14 +396,19 @@ def build_job_spec(
     labels: Mapping[str, str] | None = None,
     prefix: str = "",
     queue_checked: bool = False,
+    data_checked: bool = False,
 ) -> JobSpec:
-    """Validate one job.  Unknown option names are refused (they are typos)."""
+    """Validate one job.  Unknown option names are refused (they are typos).
+    ``queue_checked`` / ``data_checked``: the caller validated the queue name /
+    the data (:func:`pgqueue.jsontext.value_error`, 64-bit integers or wider) already."""
     if not queue_checked:
         validate_queue_name(queue)
     labels = labels or {}
     try:
         validate_job_name(name, labels.get("name", "name"))
-        data_json = encode_json(data, label=labels.get("data", "data"), limit=max_payload_bytes)
+        data_json = encode_json(
+            data, label=labels.get("data", "data"), limit=max_payload_bytes, checked=data_checked
+        )
     except ValidationError as exc:
         if not prefix:
             raise

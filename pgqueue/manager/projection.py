@@ -4,7 +4,9 @@ Two parts, both bounded whatever the backlog:
 
 * **job summaries** — an LRU of ``(state, attempts, progress, timestamps)`` per
   job, capped by entries and by bytes, applied from outbox events as they
-  arrive (on a NOTIFY hint, polling as the truth); a failed read is retried
+  arrive with the outbox reader's polls (every ``poll_interval_ms``, many
+  events per read; or sooner, with a read a prompt subscriber's hint asked
+  for: the projection itself costs no read per hint); a failed read is retried
   from the projection's own position, never from "now".  Evicted
   jobs are simply absent: a miss is answered from PostgreSQL by the caller.
 * **queue counts** — per-queue counts per state, read from PostgreSQL with one
@@ -47,6 +49,7 @@ BYTES_DEFAULT = 16 * 1024 * 1024
 COUNTS_REFRESH_MS_DEFAULT = 1_000
 FEED_RETRY_MIN_S = 0.1
 FEED_RETRY_MAX_S = 5.0
+APPLY_RUN_MAX = 1_000  # events applied before the projection yields to the loop
 FEED_SIZE_DEFAULT = 50_000  # events queued for the projection before it reads on its own
 # One entry, measured with tracemalloc (scripts/bench_backlog.py's section): the
 # slots object (104), its place in the LRU map (~95), the event id (32) and the
@@ -141,6 +144,8 @@ class Projection(Service):
         self._subscription: Subscription | None = None
         self.applied = asyncio.Event()
         self.listeners: list[Callable[[Event], None]] = []
+        # Called once per run of events applied together (the metrics: one count each).
+        self.batch_listeners: list[Callable[[list[Event]], None]] = []
 
     # -- reads ------------------------------------------------------------------
 
@@ -284,9 +289,10 @@ class Projection(Service):
     async def run(self) -> None:
         # A supervised restart keeps the feed: its position is where this stopped.
         if self._subscription is None or self._subscription.closed:
-            # exact=False: the events this broker has not read yet are applied too.
+            # exact=False: the events this broker has not read yet are applied too;
+            # prompt=False: they come with the reader's polls, not a read per hint.
             self._subscription = await self._manager.subscribe_events(
-                None, maxsize=self.feed_size, tokens=False, exact=False
+                None, maxsize=self.feed_size, tokens=False, exact=False, prompt=False
             )
         self.started.set()
         await self._follow(self._subscription)
@@ -313,7 +319,14 @@ class Projection(Service):
                 delay = min(delay * 2, FEED_RETRY_MAX_S)
                 continue
             delay = FEED_RETRY_MIN_S
-            self.apply(event)
-            for listener in self.listeners:
-                listener(event)
+            events = [event]
+            while len(events) < APPLY_RUN_MAX and (more := feed.get_nowait()) is not None:
+                events.append(more)  # what the feed holds already: applied in one run
+            listeners = self.listeners
+            for event in events:
+                self.apply(event)
+                for listener in listeners:
+                    listener(event)
+            for batch_listener in self.batch_listeners:
+                batch_listener(events)
             self.applied.set()

@@ -21,7 +21,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import math
-import os
 import socket
 
 __all__ = ["LoopWatch", "peer_closed", "request_deadline_ms"]
@@ -99,8 +98,13 @@ def peer_closed(sock: object) -> bool:
         fd = fileno()
         if fd < 0:
             return True
-        with socket.socket(fileno=os.dup(fd)) as peek:
+        # Borrow the descriptor (no dup and close, no family probes); detach() gives it
+        # back without closing it.
+        peek = socket.socket(sock.family, sock.type, sock.proto, fileno=fd)  # type: ignore[attr-defined]
+        try:
             return peek.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT) == b""
+        finally:
+            peek.detach()
     except BlockingIOError:
         return False
     except OSError:

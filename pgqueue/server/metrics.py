@@ -295,8 +295,8 @@ class BrokerMetrics:
     # -- moved by the broker -----------------------------------------------------
 
     def observe_command(self, command: str, seconds: float, ok: bool) -> None:
-        self.commands.labels(command, "ok" if ok else "error").inc()
-        self.command_seconds.labels(command).observe(seconds)
+        self._child(self.commands, command, "ok" if ok else "error").inc()
+        self._child(self.command_seconds, command).observe(seconds)
 
     def observe_pull(self, queue: str, jobs: list[dict[str, Any]]) -> None:
         pickup = self._child(self.pickup, queue)  # once per frame, not per job
@@ -315,28 +315,41 @@ class BrokerMetrics:
         return child
 
     def observe_event(self, event: Event) -> None:
-        queue, payload, kind = event.queue, event.payload, event.type
-        self._child(self.events, queue, kind).inc()
-        if kind == "pushed":
-            self._child(self.pushed, queue).inc()
-            self.push_rate.mark()
-        elif kind == "active":
-            self.pull_rate.mark()
-        elif kind == "completed":
-            self._child(self.completed, queue).inc()
-            self.complete_rate.mark()
-            duration = payload.get("duration")
-            if isinstance(duration, int | float):
-                self._child(self.processing, queue).observe(duration / 1000)
-        elif kind == "failed":
-            self._child(self.failed, queue).inc()
-            self.fail_rate.mark()
-            if payload.get("reason") == "timeout":
-                self._child(self.lease_expiries, queue).inc()
-        elif kind == "dlq":
-            self._child(self.dead_lettered, queue).inc()
-        elif kind == "stalled":
-            self._child(self.lease_expiries, queue).inc()
+        self.observe_events([event])
+
+    def observe_events(self, events: list[Event]) -> None:
+        """Count a run of outbox events: one increment per series, not per event."""
+        counts: dict[tuple[str, str], int] = {}
+        expiries: dict[str, int] = {}
+        for event in events:
+            queue, kind = event.queue, event.type
+            key = (queue, kind)
+            counts[key] = counts.get(key, 0) + 1
+            if kind == "completed":
+                duration = event.payload.get("duration")
+                if isinstance(duration, int | float):
+                    self._child(self.processing, queue).observe(duration / 1000)
+            elif kind == "failed" and event.payload.get("reason") == "timeout":
+                expiries[queue] = expiries.get(queue, 0) + 1
+        for (queue, kind), n in counts.items():
+            self._child(self.events, queue, kind).inc(n)
+            if kind == "pushed":
+                self._child(self.pushed, queue).inc(n)
+                self.push_rate.mark(n)
+            elif kind == "active":
+                self.pull_rate.mark(n)
+            elif kind == "completed":
+                self._child(self.completed, queue).inc(n)
+                self.complete_rate.mark(n)
+            elif kind == "failed":
+                self._child(self.failed, queue).inc(n)
+                self.fail_rate.mark(n)
+            elif kind == "dlq":
+                self._child(self.dead_lettered, queue).inc(n)
+            elif kind == "stalled":
+                expiries[queue] = expiries.get(queue, 0) + n
+        for queue, n in expiries.items():
+            self._child(self.lease_expiries, queue).inc(n)
 
     # -- read from the database at scrape time ----------------------------------------
 

@@ -197,7 +197,7 @@ class Tenant:
                 max_entries=self.root.settings.projection_entries,
                 max_bytes=self.root.settings.projection_bytes,
             )
-            self.projection.listeners.append(self.metrics.observe_event)
+            self.projection.batch_listeners.append(self.metrics.observe_events)
             await self.projection.start()
             await self.status_reporter.start()
         except BaseException:

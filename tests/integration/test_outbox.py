@@ -377,3 +377,31 @@ async def test_a_lone_manager_keeps_its_hints_in_process_until_another_listener_
             assert claimed.id == other
             assert asyncio.get_running_loop().time() - started < 5
             assert notifier.hints_sent > sent
+
+
+async def test_a_hint_asks_for_a_read_only_when_a_prompt_subscription_listens(
+    db_dsn: str, namespace: str
+) -> None:
+    """A cache's subscription (``prompt=False``, the projection's) costs no read per
+    NOTIFY hint: its events come with the next poll.  A prompt subscription still
+    has every hint read at once, and the cache gets those events too."""
+    async with (
+        start_manager(db_dsn, namespace, broker_id="a", poll_interval_ms=10_000) as a,
+        start_manager(db_dsn, namespace, broker_id="b", poll_interval_ms=10_000) as b,
+    ):
+        cache = await a.subscribe_events(None, tokens=False, exact=False, prompt=False)
+        reader = a.outbox
+        assert reader is not None
+        await eventually(lambda: not reader.read_due, message="the first read done")
+        heard = a.notifier.notifications
+        first = await b.push("lazy", "n", 1)
+        await eventually(lambda: a.notifier.notifications > heard, message="the hint heard")
+        assert not reader.read_due, "no read for a cache's sake"
+        assert cache.get_nowait() is None
+        prompt = await a.subscribe_events("lazy")
+        job_id = await b.push("lazy", "n", 2)
+        [event] = await take(prompt, 1, timeout=5)  # the hint's read, not the 10 s poll
+        assert event.job_id == job_id
+        assert [e.job_id for e in await take(cache, 2)] == [first, job_id]
+        prompt.close()
+        cache.close()

@@ -165,3 +165,20 @@ async def test_a_feed_error_resumes_where_the_projection_stopped_and_misses_no_e
         )
     finally:
         await projection.stop()
+
+
+async def test_batch_listeners_see_every_applied_event_once_in_order(
+    manager: PostgresQueueManager,
+) -> None:
+    projection = Projection(manager)
+    runs: list[list[Event]] = []
+    projection.batch_listeners.append(runs.append)
+    await projection.start()
+    try:
+        ids = await manager.push_bulk("runs", [{"name": "n", "data": i} for i in range(50)])
+        await eventually(lambda: sum(map(len, runs)) >= 50, message="the burst applied")
+        seen = [e.job_id for run in runs for e in run if e.queue == "runs"]
+        assert seen == ids
+        assert all(projection.get(job_id) is not None for job_id in ids)
+    finally:
+        await projection.stop()

@@ -32,3 +32,12 @@ def test_a_closed_peer_is_seen_without_consuming_what_it_sent() -> None:
         assert ours.recv(1) == b"x", "the peek consumed nothing"
         theirs.close()
         assert peer_closed(ours)
+
+
+def test_the_check_borrows_the_socket_and_leaves_it_open() -> None:
+    ours, theirs = socket.socketpair()
+    with ours, theirs:
+        for _ in range(3):
+            assert not peer_closed(ours)
+        ours.sendall(b"still open")
+        assert theirs.recv(10) == b"still open"

@@ -31,6 +31,7 @@ def _spec(
         labels=WIRE_LABELS,
         prefix=prefix,
         queue_checked=True,
+        data_checked=True,  # job_input_from_wire: Fields.json_value
     )
 
 
