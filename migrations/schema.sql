@@ -587,7 +587,11 @@ BEGIN
             )
             SELECT coalesce(array_agg(p.id ORDER BY p.pos, p.last_served NULLS FIRST, p.group_id), '{}'),
                    coalesce(array_agg(p.group_id ORDER BY p.pos, p.last_served NULLS FIRST, p.group_id), '{}'),
-                   (SELECT greatest(1, ceil(extract(epoch FROM r.reopen_at - v_now) * 1000))::bigint
+                   -- NULL when no held group reopens by time (a concurrency slot or
+                   -- a pause frees it: the caller waits for the queue's events)
+                   (SELECT CASE WHEN r.reopen_at IS NOT NULL
+                                THEN greatest(1, ceil(extract(epoch FROM r.reopen_at - v_now)
+                                                      * 1000))::bigint END
                     FROM retry r)
             INTO v_gids, v_ggroups, v_group_retry
             FROM picked p;

@@ -123,6 +123,30 @@ async def test_group_concurrency_and_pause_hold_a_group_back(
     assert len(await manager.pull_batch("q", 10)) == 4
 
 
+async def test_a_group_held_back_by_no_clock_reports_no_retry_time(
+    manager: PostgresQueueManager,
+) -> None:
+    """A group at its concurrency limit, a paused group and a group whose jobs are all
+    delayed reopen at no known time: the claim says no retry (migration 0025; it said
+    1 ms, and a long poll re-claimed every millisecond), so its caller waits for an
+    event of the queue.  A group's rate window beside them still says when it reopens."""
+    await _push_group(manager, "q", "a", 3)
+    await _push_group(manager, "q", "p", 3)
+    await manager.push_bulk("q", [{"name": "n", "data": 0, "group_id": "d", "delay": 3_600_000}])
+    await manager.set_group_concurrency("q", "a", 1)
+    await manager.pause_group("q", "p")
+    assert len(await manager.pull_batch("q", 10)) == 1
+    held = await manager.pull_batch("q", 10)
+    assert held == [] and held.retry_after_ms is None
+    assert "q" not in manager.ctx.rate_throttled
+    await _push_group(manager, "q", "r", 3)
+    await manager.set_group_rate_limit("q", "r", 1, 60_000)
+    assert len(await manager.pull_batch("q", 10)) == 1
+    held = await manager.pull_batch("q", 10)
+    assert held == [] and held.retry_after_ms is not None
+    assert 50_000 < held.retry_after_ms <= 60_000
+
+
 async def test_group_rate_limit_and_manual_deadline(manager: PostgresQueueManager) -> None:
     await _push_group(manager, "q", "a", 5)
     await manager.set_group_rate_limit("q", "a", 2, 60_000)
