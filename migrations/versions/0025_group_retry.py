@@ -14,9 +14,10 @@ until a slot freed (hundreds of claims a second per waiting poll; PULL answered
 ``rateLimitTtl: 1`` and the queue's throttle count grew).  Now the retry is NULL when
 nothing reopens by time, so the caller waits for an event of the queue (a completion
 frees the slot; its hint wakes the claim) or its poll interval; a group's rate window
-or manual deadline still gives the ms until it reopens.  The function's other retry
-(the queue's own rate window) is never NULL: a rate limit always has its duration
-and the window its start.
+or manual deadline still gives the ms until it reopens.  The function's other retry,
+the queue's own rate window, is never NULL (a rate limit always has its duration and
+the window its start), but it waited for the window's end even when the rate limit
+expires first (``set_rate_limit(..., ttl_ms)``): now the earlier of the two.
 
 Same signature and result columns: brokers of 0024 and 0022 call it unchanged (and
 simply stop re-polling every millisecond).
@@ -88,8 +89,10 @@ BEGIN
         END IF;
         v_cap := least(v_cap, q.rate_limit - q.rate_count);
         IF v_cap <= 0 THEN
-            v_retry := greatest(1, ceil(extract(epoch FROM q.rate_window_started_at
-                + q.rate_duration_ms * interval '1 millisecond' - v_now) * 1000))::bigint;
+            -- the window's end, or the limit's own expiry when that comes first
+            v_retry := greatest(1, ceil(extract(epoch FROM least(
+                q.rate_window_started_at + q.rate_duration_ms * interval '1 millisecond',
+                q.rate_expires_at) - v_now) * 1000))::bigint;
         END IF;
     END IF;
     IF q.concurrency_limit IS NOT NULL AND v_cap > 0 THEN

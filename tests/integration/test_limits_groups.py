@@ -75,6 +75,19 @@ async def test_a_rate_limit_with_ttl_lifts_itself(
     assert len(await manager.pull_batch("q", 5)) == 4
 
 
+async def test_a_held_claim_retries_when_the_rate_limit_expires_before_its_window(
+    manager: PostgresQueueManager,
+) -> None:
+    """The limit's expiry lifts it before the window ends: the retry says the expiry
+    (migration 0025; it said the window's end)."""
+    await manager.push_bulk("q", [{"name": "n", "data": i} for i in range(3)])
+    await manager.set_rate_limit("q", 1, 600_000, ttl_ms=60_000)
+    assert len(await manager.pull_batch("q", 3)) == 1
+    held = await manager.pull_batch("q", 3)
+    assert held == [] and held.retry_after_ms is not None
+    assert 50_000 < held.retry_after_ms <= 60_000
+
+
 async def test_long_poll_waits_for_the_rate_window_instead_of_returning_early(
     manager: PostgresQueueManager,
 ) -> None:
