@@ -453,8 +453,10 @@ BEGIN
         END IF;
         v_cap := least(v_cap, q.rate_limit - q.rate_count);
         IF v_cap <= 0 THEN
-            v_retry := greatest(1, ceil(extract(epoch FROM q.rate_window_started_at
-                + q.rate_duration_ms * interval '1 millisecond' - v_now) * 1000))::bigint;
+            -- the window's end, or the limit's own expiry when that comes first
+            v_retry := greatest(1, ceil(extract(epoch FROM least(
+                q.rate_window_started_at + q.rate_duration_ms * interval '1 millisecond',
+                q.rate_expires_at) - v_now) * 1000))::bigint;
         END IF;
     END IF;
     IF q.concurrency_limit IS NOT NULL AND v_cap > 0 THEN
@@ -587,7 +589,11 @@ BEGIN
             )
             SELECT coalesce(array_agg(p.id ORDER BY p.pos, p.last_served NULLS FIRST, p.group_id), '{}'),
                    coalesce(array_agg(p.group_id ORDER BY p.pos, p.last_served NULLS FIRST, p.group_id), '{}'),
-                   (SELECT greatest(1, ceil(extract(epoch FROM r.reopen_at - v_now) * 1000))::bigint
+                   -- NULL when no held group reopens by time (a concurrency slot or
+                   -- a pause frees it: the caller waits for the queue's events)
+                   (SELECT CASE WHEN r.reopen_at IS NOT NULL
+                                THEN greatest(1, ceil(extract(epoch FROM r.reopen_at - v_now)
+                                                      * 1000))::bigint END
                     FROM retry r)
             INTO v_gids, v_ggroups, v_group_retry
             FROM picked p;

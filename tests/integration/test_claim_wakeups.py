@@ -10,9 +10,12 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
 
 import pytest
 
+from pgqueue.db.executor import Row
+from pgqueue.db.queries import Q, Query
 from pgqueue.runtime import PostgresQueueManager
 from pgqueue.testing import eventually
 from tests.conftest import start_manager
@@ -47,14 +50,11 @@ async def _held_back_poll_woken_by_ack(
     acker: PostgresQueueManager,
     queue: str,
     setup: Callable[[PostgresQueueManager], Awaitable[None]],
-    waits: Callable[[], bool] | None = None,
 ) -> None:
     await setup(acker)
     [first] = await acker.pull_batch(queue, 10)
     waiting = asyncio.create_task(waiting_on.pull_batch(queue, 10, timeout_ms=POLL_MS - 1))
-    await eventually(
-        waits or (lambda: _idle_claims(waiting_on, queue) == 1), message="the claim waits"
-    )
+    await eventually(lambda: _idle_claims(waiting_on, queue) == 1, message="the claim waits")
     await acker.ack_batch([(first.id, first.token, None)])
     claims = await asyncio.wait_for(waiting, BOUND_S)
     assert len(claims) == 1 and claims[0].id != first.id
@@ -83,16 +83,33 @@ async def test_an_ack_freeing_a_group_slot_wakes_the_held_back_long_poll(
         await m.set_group_concurrency("grp", "g", 1)
         await m.push_bulk("grp", [{"name": "n", "data": i, "group_id": "g"} for i in range(2)])
 
-    # A group held at its concurrency reports a retry of 1 ms today (the planned
-    # claim's retry of a NULL reopening), so this claim re-polls: the test keeps the
-    # wake-up honest should that change.
-    await _held_back_poll_woken_by_ack(
-        a,
-        a if acked_by == "same manager" else b,
-        "grp",
-        setup,
-        waits=lambda: "grp" in a.ctx.rate_throttled or _idle_claims(a, "grp") == 1,
-    )
+    # The claim waits idle for an event (it no longer re-polls every millisecond,
+    # migration 0025): only the ack's hint can wake it within the bound.
+    await _held_back_poll_woken_by_ack(a, a if acked_by == "same manager" else b, "grp", setup)
+
+
+async def test_a_long_poll_held_back_by_a_group_limit_claims_only_when_woken(
+    pair: list[PostgresQueueManager], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A group held at its concurrency limit reopens at no known time: the long poll
+    claims (taking the queue row lock) once, waits for an event, and claims once more
+    at its timeout; it re-claimed every millisecond while the claim said retry 1 ms."""
+    a, _ = pair
+    await a.set_group_concurrency("grp", "g", 1)
+    await a.push_bulk("grp", [{"name": "n", "data": i, "group_id": "g"} for i in range(3)])
+    assert len(await a.pull_batch("grp", 10)) == 1
+    claims = 0
+    fetch = a.ctx.db.fetch
+
+    async def counting(query: Query, /, *args: Any, **params: Any) -> list[Row]:
+        nonlocal claims
+        claims += query is Q.job_claim_planned
+        return await fetch(query, *args, **params)
+
+    monkeypatch.setattr(a.ctx.db, "fetch", counting)
+    held = await a.pull_batch("grp", 10, timeout_ms=2_000)
+    assert claims <= 3, f"{claims} claims in one long poll"
+    assert held == [] and held.retry_after_ms is None
 
 
 @pytest.mark.parametrize("acked_by", ["same manager", "other manager"])

@@ -75,6 +75,19 @@ async def test_a_rate_limit_with_ttl_lifts_itself(
     assert len(await manager.pull_batch("q", 5)) == 4
 
 
+async def test_a_held_claim_retries_when_the_rate_limit_expires_before_its_window(
+    manager: PostgresQueueManager,
+) -> None:
+    """The limit's expiry lifts it before the window ends: the retry says the expiry
+    (migration 0025; it said the window's end)."""
+    await manager.push_bulk("q", [{"name": "n", "data": i} for i in range(3)])
+    await manager.set_rate_limit("q", 1, 600_000, ttl_ms=60_000)
+    assert len(await manager.pull_batch("q", 3)) == 1
+    held = await manager.pull_batch("q", 3)
+    assert held == [] and held.retry_after_ms is not None
+    assert 50_000 < held.retry_after_ms <= 60_000
+
+
 async def test_long_poll_waits_for_the_rate_window_instead_of_returning_early(
     manager: PostgresQueueManager,
 ) -> None:
@@ -121,6 +134,30 @@ async def test_group_concurrency_and_pause_hold_a_group_back(
     assert await manager.pull_batch("q", 10) == []
     assert await manager.resume_group("q", "a") is True
     assert len(await manager.pull_batch("q", 10)) == 4
+
+
+async def test_a_group_held_back_by_no_clock_reports_no_retry_time(
+    manager: PostgresQueueManager,
+) -> None:
+    """A group at its concurrency limit, a paused group and a group whose jobs are all
+    delayed reopen at no known time: the claim says no retry (migration 0025; it said
+    1 ms, and a long poll re-claimed every millisecond), so its caller waits for an
+    event of the queue.  A group's rate window beside them still says when it reopens."""
+    await _push_group(manager, "q", "a", 3)
+    await _push_group(manager, "q", "p", 3)
+    await manager.push_bulk("q", [{"name": "n", "data": 0, "group_id": "d", "delay": 3_600_000}])
+    await manager.set_group_concurrency("q", "a", 1)
+    await manager.pause_group("q", "p")
+    assert len(await manager.pull_batch("q", 10)) == 1
+    held = await manager.pull_batch("q", 10)
+    assert held == [] and held.retry_after_ms is None
+    assert "q" not in manager.ctx.rate_throttled
+    await _push_group(manager, "q", "r", 3)
+    await manager.set_group_rate_limit("q", "r", 1, 60_000)
+    assert len(await manager.pull_batch("q", 10)) == 1
+    held = await manager.pull_batch("q", 10)
+    assert held == [] and held.retry_after_ms is not None
+    assert 50_000 < held.retry_after_ms <= 60_000
 
 
 async def test_group_rate_limit_and_manual_deadline(manager: PostgresQueueManager) -> None:
