@@ -20,7 +20,9 @@ backoff; :class:`~pgqueue.errors.UnrecoverableError` dead-letters it at once.
 the outstanding acks, and only then stops the heartbeats and closes the
 connection.  Callbacks: ``worker.on("completed", fn)`` (job, result),
 ``"failed"`` (job, error), ``"active"`` (job), ``"error"`` (error),
-``"lost"`` (job, :class:`~pgqueue.errors.LeaseLost`), ``"drained"``,
+``"lost"`` (job, :class:`~pgqueue.errors.LeaseLost`), ``"drained"`` (the
+pulls came back empty after work, no handler runs and every outcome sent is
+answered: it follows the last job's ``"completed"`` / ``"failed"``),
 ``"ready"``, ``"closed"``.
 
 A job whose lease was lost while its handler ran (it expired and was
@@ -176,6 +178,7 @@ class Worker(TransportOwner):
         self.cancelled = 0  # jobs cancelled while they ran here (no outcome sent)
         self._held: dict[str, Job] = {}  # job id -> its claim, until its outcome is recorded
         self._recording: set[str] = set()  # held jobs whose ACK or FAIL is on its way
+        self._drained_due = False  # the pulls came back empty: "drained" once outcomes are in
         self._scopes: dict[str, asyncio.Timeout] = {}  # job id -> its handler's interruption
         self._threads: dict[str, asyncio.Future[Any]] = {}  # interrupted plain handlers
         self._wake = asyncio.Event()
@@ -326,9 +329,11 @@ class Worker(TransportOwner):
             if not leases:
                 if busy and self._running == 0:
                     busy = False
-                    self.emit("drained")
+                    self._drained_due = True
+                self._settled()
                 continue
             busy = True
+            self._drained_due = False
             if self._limiter is not None:
                 self._limiter.consume(len(leases), loop.time())
             for lease in leases:
@@ -515,6 +520,14 @@ class Worker(TransportOwner):
             self.emit("completed", job, result)
         else:
             self._not_recorded(job)
+        self._settled()
+
+    def _settled(self) -> None:
+        """Emit ``drained`` once the pulls came back empty, no handler runs and every
+        outcome sent is answered (so it follows the last ``completed`` / ``failed``)."""
+        if self._drained_due and self._running == 0 and not self._recording:
+            self._drained_due = False
+            self.emit("drained")
 
     async def _fail(self, transport: Transport, job: Job, exc: Exception) -> None:
         assert job.token is not None
@@ -530,6 +543,7 @@ class Worker(TransportOwner):
             self.failed += 1
             job.failed_reason = request.error
             self.emit("failed", job, exc)
+        self._settled()
 
     async def _record(self, job: Job, send: Callable[[], Awaitable[bool]]) -> bool:
         """Send the job's outcome (ACK or FAIL) and release its claim here; True when
