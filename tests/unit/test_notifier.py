@@ -16,6 +16,7 @@ import pytest
 from pgqueue.config import Config
 from pgqueue.db.executor import Database
 from pgqueue.manager.notifier import Notifier
+from pgqueue.testing.waiting import eventually
 
 
 @pytest.fixture
@@ -254,7 +255,7 @@ async def test_a_claim_cancelled_after_its_wake_up_hands_it_to_another(
                 await asyncio.Event().wait()
 
         task = asyncio.create_task(doomed())
-        await asyncio.sleep(0)  # let it register
+        await eventually(lambda: hinting.waiter_count("q") == 2, message="it registered")
         [doomed_w] = [w for w in hinting._waiters["q"] if w is not other]
         hinting._waiters["q"].discard(other)  # so the hint must pick the doomed one
         hinting.hint(["q"], 1, 1, jobs=1)
@@ -278,6 +279,6 @@ async def test_a_hint_kept_alone_wakes_its_idle_claims_once(hinting: Notifier) -
         for w in idle:
             w.idle = True
         hinting.hint(["q"], 1, 1, jobs=1)
-        await asyncio.sleep(0)  # the kept hint's dispatch (call_soon)
+        await eventually(lambda: bool(ranges), message="the kept hint's dispatch")
         assert ranges == [(1, 1)]
         assert sum(w.work.done() for w in idle) == 1

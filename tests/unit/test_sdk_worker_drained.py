@@ -39,7 +39,7 @@ class SlowOutcomeTransport(QuietTransport):
         self.empty_pulls += 1
         if self.empty_pulls >= 2:
             self.empty_pulled.set()
-        await asyncio.sleep(0)
+        await asyncio.sleep(0)  # a yield, as a real pull's I/O would: the loop runs on
         return []
 
     async def ack(self, items: Sequence[AckRequest]) -> list[bool]:
