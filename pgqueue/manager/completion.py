@@ -53,6 +53,7 @@ __all__ = [
     "RequeueRow",
     "ack_batch",
     "complete_in",
+    "completion_rows",
     "dead_letter_locked",
     "fail_batch",
     "parse_fence",
@@ -212,11 +213,7 @@ async def ack_batch(ctx: EngineContext, items: Sequence[AckItem]) -> list[ItemOu
     if not items:
         return []
     ctx.session.check()
-    limit = ctx.config.max_payload_bytes
-    finish_rows = [
-        _completion(item.job_id, item.token, _result_text(item, limit), item.remove_on_complete)
-        for item in items
-    ]
+    finish_rows = completion_rows(ctx, items)
     done = await _finish(ctx.db, ctx, finish_rows, skip_with_dependents=True, autocommit=True)
     outcomes: list[ItemOutcome | None] = [None] * len(items)
     for row in done:
@@ -234,6 +231,15 @@ async def ack_batch(ctx: EngineContext, items: Sequence[AckItem]) -> list[ItemOu
                 if outcomes[i] is None:
                     outcomes[i] = ItemOutcome(items[i].job_id, False, error=exc)
     return [outcome for outcome in outcomes if outcome is not None]
+
+
+def completion_rows(ctx: EngineContext, items: Sequence[AckItem]) -> list[FinishRow]:
+    """The finish rows of ACK items (a result that cannot be stored is refused here)."""
+    limit = ctx.config.max_payload_bytes
+    return [
+        _completion(item.job_id, item.token, _result_text(item, limit), item.remove_on_complete)
+        for item in items
+    ]
 
 
 async def _settle_missed_acks(

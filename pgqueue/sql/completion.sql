@@ -144,7 +144,7 @@ WITH input AS (
     FROM done d
     WHERE d.outcome = 'failed' AND NOT d.removed
     RETURNING id, queue
-), hint AS (
+), hint AS MATERIALIZED (  -- read once, not once per row of the join below
     -- include: event_range
 )
 SELECT d.ord, d.id, d.queue, d.outcome, d.has_dependents, d.parent_id, d.parent_queue,
