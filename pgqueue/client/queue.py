@@ -83,16 +83,14 @@ class Queue(TransportOwner):
         spec = check_job(self.name, name, data, merged, prefix=prefix, queue_checked=True)
         return JobInput(str(name), data, merged, spec)
 
-    def _job(self, transport: Transport, job_id: str, job: JobInput) -> Job:
-        return Job(
-            transport,
-            job_id,
-            job.name,
-            job.data,
-            self.name,
-            opts=job.opts,
-            waiter=self._wait_for_id,
-        )
+    def _jobs(
+        self, transport: Transport, ids: Sequence[str], jobs: Sequence[JobInput]
+    ) -> list[Job]:
+        waiter = self._wait_for_id  # one bound method for the batch, not one per job
+        return [
+            Job(transport, job_id, job.name, job.data, self.name, opts=job.opts, waiter=waiter)
+            for job_id, job in zip(ids, jobs, strict=True)
+        ]
 
     async def add(
         self,
@@ -111,7 +109,7 @@ class Queue(TransportOwner):
             [job_id] = await self._push_in(transport, connection, [job])
         else:
             job_id = await transport.push(self.name, job)
-        return self._job(transport, job_id, job)
+        return self._jobs(transport, [job_id], [job])[0]
 
     async def add_bulk(
         self, jobs: Sequence[BulkJob | Mapping[str, Any]], *, connection: Any = None
@@ -135,7 +133,7 @@ class Queue(TransportOwner):
             ids = []
             for start in range(0, len(inputs), MAX_BULK):
                 ids += await transport.push_bulk(self.name, inputs[start : start + MAX_BULK])
-        return [self._job(transport, job_id, job) for job_id, job in zip(ids, inputs, strict=True)]
+        return self._jobs(transport, ids, inputs)
 
     def _entry_input(self, i: int, entry: object) -> JobInput:
         """The input of ``add_bulk``'s entry ``i``, validated (named ``jobs[i]`` in errors)."""
