@@ -50,11 +50,44 @@ def uuid7() -> str:
     return _format(ms, counter, os.urandom(8))
 
 
+def _stamps(count: int) -> list[tuple[int, int, int]]:
+    """``count`` stamps of :func:`_next_stamp` taken at once: runs of (ms, first
+    counter, how many), each run's counters consecutive."""
+    global _last_ms, _counter
+    now_ms = time.time_ns() // 1_000_000
+    runs: list[tuple[int, int, int]] = []
+    with _lock:
+        if now_ms > _last_ms:
+            _last_ms = now_ms
+            _counter = (int.from_bytes(os.urandom(2), "big") & 0x3FF) - 1
+        while count:
+            start = _counter + 1
+            if start > _COUNTER_MAX:
+                _last_ms += 1
+                start = 0
+            taken = min(count, _COUNTER_MAX + 1 - start)
+            runs.append((_last_ms, start, taken))
+            _counter = start + taken - 1
+            count -= taken
+    return runs
+
+
+_VARIANT = dict(zip("0123456789abcdef", "89ab89ab89ab89ab", strict=True))
+"""The first hex digit of the variant group: ``10`` then the random digit's low 2 bits."""
+
+
 def uuid7_many(count: int) -> list[str]:
-    """``count`` new UUIDv7 strings in increasing order."""
-    rand = os.urandom(8 * count)
-    out = []
-    for i in range(count):
-        ms, counter = _next_stamp()
-        out.append(_format(ms, counter, rand[8 * i : 8 * i + 8]))
+    """``count`` new UUIDv7 strings in increasing order (the same ids as ``count``
+    calls of :func:`uuid7`, formatted from one random block: one lock, no int per id)."""
+    rand = os.urandom(8 * count).hex()
+    out: list[str] = []
+    at = 0
+    variant = _VARIANT
+    for ms, start, taken in _stamps(count):
+        h = f"{ms & 0xFFFF_FFFF_FFFF:012x}"
+        head = f"{h[:8]}-{h[8:]}-7"
+        for counter in range(start, start + taken):
+            r = rand[at : at + 16]
+            at += 16
+            out.append(f"{head}{counter:03x}-{variant[r[0]]}{r[1:4]}-{r[4:]}")
     return out

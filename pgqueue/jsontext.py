@@ -24,6 +24,8 @@ import enum
 import json
 import math
 import re
+from collections.abc import Sequence
+from itertools import chain
 from typing import Any, Final
 
 import orjson
@@ -34,6 +36,7 @@ __all__ = [
     "JSON_MAX_DEPTH",
     "NUL_PROBLEM",
     "dumps",
+    "flat_values_ok",
     "loads",
     "value_error",
 ]
@@ -106,6 +109,35 @@ def value_error(
     return None
 
 
+_SCALARS: Final = frozenset({str, int, float, bool, type(None)})
+
+
+def flat_values_ok(values: Sequence[object], *, wide_ints: bool = True) -> bool:
+    """Whether :func:`value_error` accepts every one of ``values``, judged for the
+    whole sequence at once when each is a scalar of JSON's exact types or a ``dict``
+    of ``str`` keys to such scalars (a bulk push's usual data; a few C-level passes
+    instead of a walk per value).  False: some value has another shape, or is
+    refused; ask :func:`value_error` of each."""
+    maps = [v for v in values if type(v) is dict]
+    items = [v for v in values if type(v) is not dict]
+    items.extend(chain.from_iterable(map(dict.values, maps)))
+    kinds = set(map(type, items))
+    if not kinds <= _SCALARS:
+        return False
+    keys = list(chain.from_iterable(maps))
+    if set(map(type, keys)) - {str} or "\x00" in "".join(keys):
+        return False
+    if str in kinds and "\x00" in "".join([v for v in items if type(v) is str]):
+        return False
+    if float in kinds and not all(map(math.isfinite, [v for v in items if type(v) is float])):
+        return False
+    if not wide_ints and int in kinds:
+        ints = [v for v in items if type(v) is int]
+        if min(ints) < INT64_MIN or max(ints) > INT64_MAX:
+            return False
+    return True
+
+
 def dumps(value: Any) -> str:
     """Compact JSON text of a value that :func:`value_error` accepted.
 
@@ -123,7 +155,10 @@ def dumps(value: Any) -> str:
 
 def loads(text: str | bytes) -> Any:
     """The value of JSON text, integers exact at any size, keys in their order."""
-    pattern = _LONG_DIGITS if isinstance(text, str) else _LONG_DIGITS_BYTES
-    if pattern.search(text) is None:  # type: ignore[arg-type]
+    if isinstance(text, str):
+        short = _LONG_DIGITS.search(text) is None
+    else:
+        short = _LONG_DIGITS_BYTES.search(text) is None
+    if short:
         return orjson.loads(text)
     return json.loads(text)

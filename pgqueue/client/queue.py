@@ -25,6 +25,8 @@ from pgqueue.client.schedulers import JobScheduler, SchedulerTemplate, scheduler
 from pgqueue.client.transport import DlqRedrive, JobInput, Transport
 from pgqueue.config import MAX_PAYLOAD_BYTES_DEFAULT
 from pgqueue.errors import JobFailed, JobNotFound, ValidationError
+from pgqueue.manager.options import plain_specs
+from pgqueue.vocabulary.frozen import fast_maker
 from pgqueue.vocabulary.names import validate_job_id, validate_queue_name
 
 __all__ = ["MAX_BULK", "BulkJob", "Queue"]
@@ -32,6 +34,9 @@ __all__ = ["MAX_BULK", "BulkJob", "Queue"]
 MAX_BULK = 10_000
 _BULK_KEYS = frozenset({"name", "data", "opts"})
 """The keys of an ``add_bulk`` entry."""
+_PLAIN_KEYS = frozenset({"name", "data"})
+"""The keys of an ``add_bulk`` entry without options."""
+_plain_input = fast_maker(JobInput)
 RECHECK_FIRST = 0.05
 RECHECK_MAX = 2.0
 
@@ -78,16 +83,14 @@ class Queue(TransportOwner):
         spec = check_job(self.name, name, data, merged, prefix=prefix, queue_checked=True)
         return JobInput(str(name), data, merged, spec)
 
-    def _job(self, transport: Transport, job_id: str, job: JobInput) -> Job:
-        return Job(
-            transport,
-            job_id,
-            job.name,
-            job.data,
-            self.name,
-            opts=job.opts,
-            waiter=self._wait_for_id,
-        )
+    def _jobs(
+        self, transport: Transport, ids: Sequence[str], jobs: Sequence[JobInput]
+    ) -> list[Job]:
+        waiter = self._wait_for_id  # one bound method for the batch, not one per job
+        return [
+            Job(transport, job_id, job.name, job.data, self.name, opts=job.opts, waiter=waiter)
+            for job_id, job in zip(ids, jobs, strict=True)
+        ]
 
     async def add(
         self,
@@ -106,7 +109,7 @@ class Queue(TransportOwner):
             [job_id] = await self._push_in(transport, connection, [job])
         else:
             job_id = await transport.push(self.name, job)
-        return self._job(transport, job_id, job)
+        return self._jobs(transport, [job_id], [job])[0]
 
     async def add_bulk(
         self, jobs: Sequence[BulkJob | Mapping[str, Any]], *, connection: Any = None
@@ -118,22 +121,9 @@ class Queue(TransportOwner):
         batches of 10,000.  With ``connection`` (embedded) every job is written in
         that transaction, so the whole list commits or rolls back with it.
         """
-        inputs = []
-        for i, entry in enumerate(jobs):
-            if not isinstance(entry, dict) and not isinstance(entry, Mapping):
-                raise ValidationError(f"jobs[{i}]: must be a map", field="jobs")
-            if not _BULK_KEYS.issuperset(entry):  # (a frozenset: no set built per job)
-                extra = set(entry) - _BULK_KEYS
-                raise ValidationError(
-                    f"jobs[{i}]: unknown key: {', '.join(sorted(extra))} (options go under 'opts')",
-                    field="jobs",
-                )
-            opts = entry.get("opts")
-            if opts is not None and not isinstance(opts, Mapping):
-                raise ValidationError(f"jobs[{i}]: opts must be a map", field="opts")
-            inputs.append(
-                self._input(entry.get("name"), entry.get("data"), opts, prefix=f"jobs[{i}]: ")
-            )
+        inputs = self._plain_inputs(jobs) or [
+            self._entry_input(i, entry) for i, entry in enumerate(jobs)
+        ]
         if not inputs:
             return []
         transport = await self.transport()
@@ -143,7 +133,45 @@ class Queue(TransportOwner):
             ids = []
             for start in range(0, len(inputs), MAX_BULK):
                 ids += await transport.push_bulk(self.name, inputs[start : start + MAX_BULK])
-        return [self._job(transport, job_id, job) for job_id, job in zip(ids, inputs, strict=True)]
+        return self._jobs(transport, ids, inputs)
+
+    def _entry_input(self, i: int, entry: object) -> JobInput:
+        """The input of ``add_bulk``'s entry ``i``, validated (named ``jobs[i]`` in errors)."""
+        if not isinstance(entry, dict) and not isinstance(entry, Mapping):
+            raise ValidationError(f"jobs[{i}]: must be a map", field="jobs")
+        if not _BULK_KEYS.issuperset(entry):  # (a frozenset: no set built per job)
+            extra = set(entry) - _BULK_KEYS
+            raise ValidationError(
+                f"jobs[{i}]: unknown key: {', '.join(sorted(extra))} (options go under 'opts')",
+                field="jobs",
+            )
+        opts = entry.get("opts")
+        if opts is not None and not isinstance(opts, Mapping):
+            raise ValidationError(f"jobs[{i}]: opts must be a map", field="opts")
+        return self._input(entry.get("name"), entry.get("data"), opts, prefix=f"jobs[{i}]: ")
+
+    def _plain_inputs(self, jobs: Sequence[BulkJob | Mapping[str, Any]]) -> list[JobInput]:
+        """The inputs of ``jobs`` when none carries options (nor has the queue default
+        ones), validated for the whole list at once (:func:`plain_specs`); empty when
+        some entry needs the per-entry check, which then names its fault."""
+        if (
+            self.default_job_options
+            or type(jobs) not in (list, tuple)  # read more than once below
+            or not all(type(entry) is dict and _PLAIN_KEYS.issuperset(entry) for entry in jobs)
+        ):
+            return []
+        datas = [entry.get("data") for entry in jobs]
+        specs = plain_specs(
+            self.name,
+            [entry.get("name") for entry in jobs],
+            datas,
+            max_payload_bytes=MAX_PAYLOAD_BYTES_DEFAULT,
+        )
+        if specs is None:
+            return []
+        return [
+            _plain_input(spec.name, data, {}, spec) for spec, data in zip(specs, datas, strict=True)
+        ]
 
     async def _push_in(
         self, transport: Transport, connection: Any, jobs: Sequence[JobInput]

@@ -95,14 +95,15 @@ def job_entry(
 
     ``custom_id_key`` is ``"jobId"`` for PUSH, ``"customId"`` for PUSHB/PUSHF entries.
     """
-    if not isinstance(job.opts, Mapping):
+    opts = job.opts
+    if type(opts) is not dict and not isinstance(opts, Mapping):
         raise ValidationError(f"{prefix}opts must be a map", field="opts")
-    opts = dict(job.opts)
     spec = checked_spec(job, queue, max_payload_bytes) or build_job_spec(
-        queue, job.name, job.data, opts, max_payload_bytes=max_payload_bytes, prefix=prefix
+        queue, job.name, job.data, dict(opts), max_payload_bytes=max_payload_bytes, prefix=prefix
     )
     entry: dict[str, Any] = {"name": job.name, "data": job.data}
-    entry.update(wire_options(opts, custom_id_key=custom_id_key))
+    if opts:  # (most jobs carry none)
+        entry.update(wire_options(opts, custom_id_key=custom_id_key))
     return entry, spec
 
 

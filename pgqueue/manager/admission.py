@@ -3,7 +3,9 @@
 The plain batch is one multi-row statement (jobs + 'pushed' events + queue
 registry + one NOTIFY hint); a single fresh job takes its one-row twin, which skips
 the registry row when this manager registered the queue already
-(:mod:`pgqueue.manager.registry`).  Conflicts on a custom id or a live unique key
+(:mod:`pgqueue.manager.registry`), and a fresh batch whose jobs differ only in id
+and data (a bulk push of plain jobs) takes ``job_insert_uniform``: two arrays, the
+events' payload built once and one row back.  Conflicts on a custom id or a live unique key
 are resolved in that statement (``ON CONFLICT DO NOTHING``); the skipped rows
 are then mapped to the live job that holds the id or key, which is what the
 caller gets back (G4: one job per custom id, whatever broker the pushes hit).
@@ -186,29 +188,68 @@ def _one_args(ns: str, plan: _Plan) -> dict[str, object]:
     return args
 
 
+_COLUMN_NAMES: Final = (*_SPEC_COLUMNS, "pending_deps", "has_dependents")
+
+
+def _uniform_args(args: dict[str, object], count: int) -> dict[str, object] | None:
+    """The parameters of ``job_insert_uniform`` from ``job_insert_fresh``'s ``args``
+    (``count`` jobs), or None when a column other than the data differs between jobs."""
+    if any(args[name] is not None for name in _COLUMN_NAMES if name != "data"):
+        return None
+    uniform = {name: args[name] for name in args if name.endswith("_batch")}
+    data = args["data"]
+    uniform["namespace"] = args["namespace"]
+    uniform["ids"] = args["ids"]
+    uniform["data"] = data if data is not None else [args["data_batch"]] * count
+    del uniform["data_batch"]
+    return uniform
+
+
+async def _insert_chunk(
+    ex: Executor, ns: str, plan: _Plan, lo: int, hi: int, fresh: bool, known: bool
+) -> tuple[set[str], set[str], int | None, int | None]:
+    """Insert the plan's jobs ``lo:hi``: (the ids inserted, their queues, the id range
+    of their events).  ``known``: the only job's queue is registered already."""
+    if fresh and len(plan.ids) == 1:
+        query = Q.job_insert_one_known if known else Q.job_insert_one
+        rows = await ex.fetch(query, **_one_args(ns, plan))
+    else:
+        args = _insert_args(ns, plan, lo, hi)
+        uniform = _uniform_args(args, len(plan.ids[lo:hi])) if fresh else None
+        if uniform is not None:
+            row = await ex.fetchrow(Q.job_insert_uniform, **uniform)
+            assert row is not None  # an aggregate: one row
+            ids = plan.ids[lo:hi]
+            if row["jobs"] != len(ids):  # pragma: no cover - an INSERT without ON CONFLICT
+                raise DuplicateJob("a generated job id collided; retry the push")
+            return set(ids), {str(args["queue_batch"])}, row["hint_first"], row["hint_last"]
+        query = Q.job_insert_fresh if fresh else Q.job_insert_batch
+        rows = await ex.fetch(query, **args)
+    if not rows:
+        return set(), set(), None, None
+    inserted = {row["id"] for row in rows}
+    queues = {row["queue"] for row in rows}
+    return inserted, queues, rows[0]["hint_first"], rows[0]["hint_last"]
+
+
 async def _insert(ex: Executor, ns: str, plan: _Plan, ctx: EngineContext | None = None) -> set[str]:
     """Insert the plan's jobs; hint their events after the commit through ``ctx``'s
     notifier (``ex`` autocommits; the queues registered go to ``ctx.registered_queues``),
     or, without ``ctx``, inside ``ex``'s transaction (at its commit)."""
     inserted: set[str] = set()
     fresh = _all_fresh(plan)
+    known = ctx is not None and plan.specs[0].queue in ctx.registered_queues
     for lo in range(0, len(plan.ids), CHUNK_SIZE):
-        if fresh and len(plan.ids) == 1:
-            known = ctx is not None and plan.specs[0].queue in ctx.registered_queues
-            query = Q.job_insert_one_known if known else Q.job_insert_one
-            rows = await ex.fetch(query, **_one_args(ns, plan))
-        else:
-            query = Q.job_insert_fresh if fresh else Q.job_insert_batch
-            rows = await ex.fetch(query, **_insert_args(ns, plan, lo, lo + CHUNK_SIZE))
-        inserted.update(row["id"] for row in rows)
-        if not rows:
+        ids, queues, first, last = await _insert_chunk(
+            ex, ns, plan, lo, lo + CHUNK_SIZE, fresh, known
+        )
+        if not ids:
             continue
-        queues = {row["queue"] for row in rows}
-        first, last = rows[0]["hint_first"], rows[0]["hint_last"]
+        inserted |= ids
         if ctx is not None:
             remember_registered(ctx, queues)
-            ctx.notifier.hint(queues, first, last, jobs=len(rows))
-        elif first is not None:
+            ctx.notifier.hint(queues, first, last, jobs=len(ids))
+        elif first is not None and last is not None:
             payload = hint_payload(ns, queues, first, last)
             await ex.execute(Q.event_hint_in_transaction, payload=payload)
     return inserted

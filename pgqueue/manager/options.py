@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from typing import Any
 
 from pgqueue import jsontext
 from pgqueue.errors import ValidationError
 from pgqueue.vocabulary.checks import DAY_MS, YEAR_MS, integer_fault
+from pgqueue.vocabulary.frozen import fast_maker
 from pgqueue.vocabulary.job_options import (
     DEFAULT_BACKOFF_MAX_MS,
     DEFAULT_BACKOFF_MS,
@@ -29,6 +30,7 @@ from pgqueue.vocabulary.names import (
     MAX_NAME_LENGTH,
     id_fault,
     id_fault_text,
+    job_name_fault,
     js_length,
     validate_job_name,
     validate_queue_name,
@@ -46,6 +48,7 @@ __all__ = [
     "build_job_spec",
     "encode_json",
     "plain_spec",
+    "plain_specs",
     "removal_policy",
 ]
 
@@ -99,28 +102,40 @@ class JobSpec:
     repeat: Mapping[str, Any] | None = None
 
 
-_PLAIN = JobSpec(queue="", name="", data_json="")
-# The slots' own setters (what the frozen __init__ reaches through object.__setattr__).
-_SETTERS = {f.name: vars(JobSpec)[f.name].__set__ for f in fields(JobSpec)}
-_PLAIN_DEFAULTS = tuple(
-    (_SETTERS[f.name], getattr(_PLAIN, f.name))
-    for f in fields(JobSpec)
-    if f.name not in ("queue", "name", "data_json")
-)
-_SET_QUEUE, _SET_NAME, _SET_DATA = _SETTERS["queue"], _SETTERS["name"], _SETTERS["data_json"]
+_make_spec = fast_maker(JobSpec)
 
 
 def plain_spec(queue: str, name: str, data_json: str) -> JobSpec:
     """``JobSpec(queue=queue, name=name, data_json=data_json)``, every other field its
     default, built without the frozen ``__init__`` (which sets each of the 26 fields
-    through ``object.__setattr__``; most jobs carry no option and this is their spec)."""
-    spec: JobSpec = object.__new__(JobSpec)
-    _SET_QUEUE(spec, queue)
-    _SET_NAME(spec, name)
-    _SET_DATA(spec, data_json)
-    for setter, value in _PLAIN_DEFAULTS:
-        setter(spec, value)
-    return spec
+    through ``object.__setattr__``; most jobs carry no option and this is their spec):
+    :func:`~pgqueue.vocabulary.frozen.fast_maker`, 2.5 -> 1.0 us."""
+    return _make_spec(queue, name, data_json)
+
+
+def plain_specs(
+    queue: str, names: Sequence[object], datas: Sequence[Any], *, max_payload_bytes: int
+) -> list[JobSpec] | None:
+    """The specs of jobs with no options, ``build_job_spec(queue, name, data)`` of each
+    pair, validated for the whole batch at once; or None when some job needs the
+    per-job check (which then names its fault): a name it refuses, data of a shape
+    :func:`pgqueue.jsontext.flat_values_ok` does not judge or refuses, or JSON text
+    that may be over ``max_payload_bytes``.  ``queue`` is valid (the caller checked)."""
+    try:
+        distinct = set(names)
+    except TypeError:  # an unhashable name: refused by the per-job check
+        return None
+    if any(job_name_fault(name) is not None for name in distinct):
+        return None
+    if not jsontext.flat_values_ok(datas):
+        return None
+    try:
+        texts = [jsontext.dumps(data) for data in datas]
+    except (TypeError, ValueError, RecursionError):
+        return None
+    if texts and max(map(len, texts)) * 4 > max_payload_bytes:  # 4: UTF-8's widest
+        return None
+    return [plain_spec(queue, str(name), text) for name, text in zip(names, texts, strict=True)]
 
 
 def encode_json(

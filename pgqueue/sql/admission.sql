@@ -70,6 +70,29 @@ WITH dated AS (
                AS created_at
 )
 
+-- fragment: job_rows_uniform
+-- The rows of job_insert_uniform (a CTE `dated`, the shape of job_rows_unnested's): only
+-- the ids and the data unnested, every other column the batch-wide scalar.
+WITH dated AS (
+    SELECT t.id, t.ord, :queue_batch::text AS queue, :name_batch::text AS name, t.data,
+           :priority_batch::int AS priority, :lifo_batch::bool AS lifo,
+           :delay_ms_batch::bigint AS delay_ms, :max_attempts_batch::int AS max_attempts,
+           :backoff_type_batch::text AS backoff_type, :backoff_ms_batch::bigint AS backoff_ms,
+           :backoff_max_ms_batch::bigint AS backoff_max_ms,
+           :timeout_ms_batch::bigint AS timeout_ms, :ttl_ms_batch::bigint AS ttl_ms,
+           :stall_timeout_ms_batch::bigint AS stall_timeout_ms,
+           :remove_on_complete_batch::bool AS remove_on_complete,
+           :remove_on_fail_batch::bool AS remove_on_fail, :custom_id_batch::text AS custom_id,
+           :unique_key_batch::text AS unique_key,
+           :unique_ttl_ms_batch::bigint AS unique_ttl_ms, :group_id_batch::text AS group_id,
+           :parent_id_batch::text AS parent_id, :parent_queue_batch::text AS parent_queue,
+           :pending_deps_batch::int AS pending_deps,
+           :has_dependents_batch::bool AS has_dependents, :opts_batch::jsonb AS opts,
+           coalesce(to_timestamp(:created_at_ms_batch::float8 / 1000.0), statement_timestamp())
+               AS created_at
+    FROM unnest(:ids::text[], :data::json[]) WITH ORDINALITY AS t(id, data, ord)
+)
+
 -- fragment: job_rows_inserted
 -- The jobs insert of the rows `dated` (job_rows_unnested, job_row_single); {conflict}:
 -- its conflict clause.
@@ -129,6 +152,26 @@ WITH dated AS (
 SELECT n.id, n.queue, h.hint_first, h.hint_last
 FROM inserted n, hint h
 
+-- fragment: job_rows_uniform_events
+-- The 'pushed' events of the jobs `inserted` by job_insert_uniform, whose payload is the
+-- same for every job of the batch (job_rows_events' payload of the batch-wide columns:
+-- run_at - statement_timestamp() is the delay), built once; returns one row: jobs (how
+-- many were inserted), hint_first, hint_last.
+, events AS (
+    INSERT INTO pgqueue_events (namespace, queue, job_id, type, payload)
+    SELECT :namespace, n.queue, n.id, 'pushed', p.payload
+    FROM inserted n,
+         (SELECT jsonb_build_object(
+                     'name', :name_batch::text,
+                     'state', CASE WHEN :pending_deps_batch::int > 0 THEN 'waiting-children'
+                                   WHEN :delay_ms_batch::bigint > 0 THEN 'delayed'
+                                   WHEN :priority_batch::int > 0 THEN 'prioritized'
+                                   ELSE 'waiting' END,
+                     'delay', greatest(0, :delay_ms_batch::bigint)) AS payload) p
+    RETURNING id
+)
+SELECT count(*) AS jobs, min(e.id) AS hint_first, max(e.id) AS hint_last FROM events e
+
 -- name: job_insert_batch
 -- Admit a batch of jobs in one statement, with their 'pushed' outbox events,
 -- the queue registry rows and their id range for the hint (event_range).  Rows whose id (custom id) or
@@ -175,6 +218,23 @@ FROM inserted n, hint h
 -- include: job_rows_inserted(conflict=)
 -- include: job_rows_registered
 -- include: job_rows_events
+
+-- name: job_insert_uniform
+-- job_insert_fresh for a batch whose jobs differ only in their id and data (a bulk push
+-- of jobs with the same name and options: pgqueue.manager.admission): two arrays
+-- unnested instead of 26, the events' payload built once, and one row back (jobs,
+-- hint_first, hint_last) instead of one per job (docs/performance.md).  :namespace,
+-- :ids, :data; the scalars of job_insert_fresh: :queue_batch, :name_batch,
+-- :priority_batch, :lifo_batch, :delay_ms_batch, :max_attempts_batch,
+-- :backoff_type_batch, :backoff_ms_batch, :backoff_max_ms_batch, :timeout_ms_batch,
+-- :ttl_ms_batch, :stall_timeout_ms_batch, :remove_on_complete_batch,
+-- :remove_on_fail_batch, :custom_id_batch, :unique_key_batch, :unique_ttl_ms_batch,
+-- :group_id_batch, :parent_id_batch, :parent_queue_batch, :pending_deps_batch,
+-- :has_dependents_batch, :opts_batch, :created_at_ms_batch.
+-- include: job_rows_uniform
+-- include: job_rows_inserted(conflict=)
+-- include: job_rows_registered
+-- include: job_rows_uniform_events
 
 -- name: job_insert_one
 -- job_insert_fresh for one job (a sequential push), each column a scalar parameter: no

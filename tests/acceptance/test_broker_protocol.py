@@ -140,6 +140,18 @@ BAD_COMMANDS = [
         },
         "jobs[1]: priority",
     ),
+    (  # entries without options: checked for the whole batch, refused job by job
+        {"cmd": "PUSHB", "queue": "q", "jobs": [{"name": "ok", "data": 1}, {"name": ""}]},
+        "jobs[1]: Job name must be a non-empty string",
+    ),
+    (
+        {
+            "cmd": "PUSHB",
+            "queue": "q",
+            "jobs": [{"name": "ok", "data": 1}, {"name": "n", "data": {"x": float("nan")}}],
+        },
+        "jobs[1]: data must be JSON serializable: NaN",
+    ),
     ({"cmd": "PULLB", "queue": "q", "count": 5000}, "count must be at most 1000"),
     ({"cmd": "PULL", "queue": "q", "timeout": 600000}, "timeout must be at most 60000"),
     (

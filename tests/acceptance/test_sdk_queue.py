@@ -102,6 +102,35 @@ async def test_data_that_is_not_json_is_refused_naming_the_field(sdk: SDK) -> No
     assert caught.value.field == "name"
 
 
+@pytest.mark.parametrize(
+    ("entry", "field", "words"),
+    [
+        ({"name": "", "data": 1}, "name", "Job name"),
+        ({"name": "n", "data": {"x": float("nan")}}, "data", "NaN and Infinity"),
+        ({"name": "n", "data": {"when": object()}}, "data", "object values"),
+        ({"name": "n", "data": "é" * 6_000_000}, "data", "too large"),  # 12 MB of UTF-8
+    ],
+)
+async def test_add_bulk_without_options_names_the_entry_it_refuses(
+    sdk: SDK, entry: dict[str, Any], field: str, words: str
+) -> None:
+    """Entries without options are checked for the whole list at once; a refused one
+    is named as the per-entry check names it, and nothing is written."""
+    queue = sdk.queue()
+    with pytest.raises(ValidationError, match=r"^jobs\[1\]: ") as caught:
+        await queue.add_bulk([{"name": "ok", "data": {"i": 0}}, entry])
+    assert caught.value.field == field
+    assert words in caught.value.message
+    assert sum((await queue.get_counts()).values()) == 0
+    [job] = await queue.add_bulk([{"name": "ok", "data": {"i": 1, "t": 2.5}}])
+    assert (job.name, job.data, job.queue_name, job.opts) == (
+        "ok",
+        {"i": 1, "t": 2.5},
+        queue.name,
+        {},
+    )
+
+
 async def test_an_unknown_id_has_no_job_no_result_and_the_state_unknown(sdk: SDK) -> None:
     queue = sdk.queue()
     assert await queue.get_job("no-such-job") is None

@@ -88,3 +88,30 @@ def test_ids_made_on_many_threads_are_unique() -> None:
     every = [i for out in results for i in out]
     assert len(set(every)) == len(every)
     assert all(out == sorted(out) for out in results)
+
+
+def test_a_batch_in_one_millisecond_runs_past_the_counters_range_in_order(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    frozen = max(time.time_ns(), (ids._last_ms + 1) * 1_000_000)
+    monkeypatch.setattr(ids.time, "time_ns", lambda: frozen)
+    first = uuid7()
+    batch = uuid7_many(3 * 4096)
+    last = uuid7()
+    made = [first, *batch, last]
+    assert all(a < b for a, b in itertools.pairwise(made))
+    assert all(a < b for a, b in itertools.pairwise(uuid.UUID(i).int for i in made))
+    assert all(UUID_TEXT.match(i) for i in batch)
+    assert all(uuid.UUID(i).variant == uuid.RFC_4122 for i in batch)
+    assert millis(first) == frozen // 1_000_000 < millis(batch[-1]) <= millis(first) + 4
+
+
+def test_a_batch_takes_the_same_random_counter_start_as_one_id(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A new millisecond starts the counter at a random value below 1024, for one id or
+    the first of a batch; the next ids of the batch count up from it."""
+    frozen = max(time.time_ns(), (ids._last_ms + 1) * 1_000_000)
+    monkeypatch.setattr(ids.time, "time_ns", lambda: frozen)
+    counters = [(uuid.UUID(i).int >> 64) & 0xFFF for i in uuid7_many(3)]
+    assert counters[0] < 1024 and counters == [counters[0] + k for k in range(3)]

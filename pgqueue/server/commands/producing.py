@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
 from pgqueue.errors import ValidationError
-from pgqueue.manager.options import JobSpec, build_job_spec
+from pgqueue.manager.options import JobSpec, build_job_spec, plain_specs
 from pgqueue.protocol import Fields
 from pgqueue.server.registry import CommandGroup
 from pgqueue.server.request import Request
@@ -16,6 +17,8 @@ group = CommandGroup()
 command = group.command
 
 MAX_BATCH_JOBS = 10_000
+_PLAIN_KEYS = frozenset({"name", "data"})
+"""The keys of a PUSHB entry without options."""
 
 
 def _spec(
@@ -45,12 +48,37 @@ async def push(req: Request) -> dict[str, Any]:
 @command("PUSHB")
 async def push_batch(req: Request) -> dict[str, Any]:
     queue = req.fields.queue()
-    entries = req.fields.nested_list("jobs", max_items=MAX_BATCH_JOBS)
-    specs = [
-        _spec(req, entry, queue, custom_id_key="customId", prefix=f"jobs[{i}]: ")
-        for i, entry in enumerate(entries)
-    ]
+    specs = _plain_specs(req, queue, req.fields.message.get("jobs"))
+    if specs is None:
+        entries = req.fields.nested_list("jobs", max_items=MAX_BATCH_JOBS)
+        specs = [
+            _spec(req, entry, queue, custom_id_key="customId", prefix=f"jobs[{i}]: ")
+            for i, entry in enumerate(entries)
+        ]
     return {"ids": await req.manager.push_specs(specs)}
+
+
+def _plain_specs(req: Request, queue: str, jobs: object) -> list[JobSpec] | None:
+    """The specs of PUSHB ``jobs`` when every entry is ``{name, data}`` with a string
+    name (no options, no legacy envelope), validated for the whole batch at once
+    (:func:`plain_specs`); None: some entry needs the per-entry reading, which then
+    names its fault."""
+    if (
+        type(jobs) is not list
+        or not 0 < len(jobs) <= MAX_BATCH_JOBS
+        or not all(
+            type(e) is dict and _PLAIN_KEYS.issuperset(e) and type(e.get("name")) is str
+            for e in jobs
+        )
+    ):
+        return None
+    entries: Sequence[dict[str, Any]] = jobs
+    return plain_specs(
+        queue,
+        [e["name"] for e in entries],
+        [e.get("data") for e in entries],
+        max_payload_bytes=req.manager.config.max_payload_bytes,
+    )
 
 
 @command("PUSHF")
