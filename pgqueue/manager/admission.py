@@ -19,6 +19,7 @@ completing concurrently cannot miss the new edge.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -27,7 +28,7 @@ from typing import Final
 
 import orjson
 
-from pgqueue.db.errormap import TransientConflict
+from pgqueue.db.errormap import NotifyQueueFull, TransientConflict
 from pgqueue.db.executor import Executor, Row
 from pgqueue.db.queries import Q
 from pgqueue.db.retry import in_transaction
@@ -40,6 +41,8 @@ from pgqueue.manager.options import JobSpec
 from pgqueue.manager.registry import remember_registered
 
 __all__ = ["CHUNK_SIZE", "admit", "admit_in", "attach_child"]
+
+log = logging.getLogger("pgqueue.admission")
 
 CHUNK_SIZE = 5_000
 
@@ -190,14 +193,24 @@ async def _insert(ex: Executor, ns: str, plan: _Plan, ctx: EngineContext | None 
     """Insert the plan's jobs; hint their events after the commit through ``ctx``'s
     notifier (``ex`` autocommits; the queues registered go to ``ctx.registered_queues``),
     or, without ``ctx``, inside ``ex``'s transaction (at its commit)."""
+    if ctx is None:
+        return await _insert_rows(ex, ns, plan, None, inline=False)
+    with ctx.notifier.writing() as inline:
+        return await _insert_rows(ex, ns, plan, ctx, inline=inline)
+
+
+async def _insert_rows(
+    ex: Executor, ns: str, plan: _Plan, ctx: EngineContext | None, *, inline: bool
+) -> set[str]:
+    """:func:`_insert`'s statements; ``inline``: a single job's NOTIFY goes in its
+    own statement (a lone write, :meth:`Notifier.writing`)."""
     inserted: set[str] = set()
     fresh = _all_fresh(plan)
     for lo in range(0, len(plan.ids), CHUNK_SIZE):
         if fresh and len(plan.ids) == 1:
-            known = ctx is not None and plan.specs[0].queue in ctx.registered_queues
-            query = Q.job_insert_one_known if known else Q.job_insert_one
-            rows = await ex.fetch(query, **_one_args(ns, plan))
+            rows, inline = await _insert_one(ex, ns, plan, ctx, inline=inline)
         else:
+            inline = False
             query = Q.job_insert_fresh if fresh else Q.job_insert_batch
             rows = await ex.fetch(query, **_insert_args(ns, plan, lo, lo + CHUNK_SIZE))
         inserted.update(row["id"] for row in rows)
@@ -207,11 +220,32 @@ async def _insert(ex: Executor, ns: str, plan: _Plan, ctx: EngineContext | None 
         first, last = rows[0]["hint_first"], rows[0]["hint_last"]
         if ctx is not None:
             remember_registered(ctx, queues)
-            ctx.notifier.hint(queues, first, last, jobs=len(rows))
+            if inline:
+                ctx.notifier.hinted(queues, jobs=len(rows))
+            else:
+                ctx.notifier.hint(queues, first, last, jobs=len(rows))
         elif first is not None:
             payload = hint_payload(ns, queues, first, last)
             await ex.execute(Q.event_hint_in_transaction, payload=payload)
     return inserted
+
+
+async def _insert_one(
+    ex: Executor, ns: str, plan: _Plan, ctx: EngineContext | None, *, inline: bool
+) -> tuple[list[Row], bool]:
+    """The plan's one fresh job; returns its row and whether its NOTIFY went with it
+    (``inline``, unless the notification queue refused it: then it is pushed again
+    without, and hinted after its commit like any other)."""
+    args = _one_args(ns, plan)
+    known = ctx is not None and plan.specs[0].queue in ctx.registered_queues
+    if inline and ctx is not None:
+        query = Q.job_insert_one_known_notify if known else Q.job_insert_one_notify
+        try:
+            return await ex.fetch(query, **args, sender=ctx.notifier.instance), True
+        except NotifyQueueFull as exc:  # rolled back at its commit: nothing written
+            log.warning("%s; pushing without the hint in the transaction", exc)
+    query = Q.job_insert_one_known if known else Q.job_insert_one
+    return await ex.fetch(query, **args), False
 
 
 def _all_fresh(plan: _Plan) -> bool:

@@ -75,6 +75,9 @@ OWN_RANGES = 64
 ALONE_AFTER_S = 2.0
 """How long after its hello a notifier that heard no other listener keeps sending hints."""
 
+INLINE_AFTER_S = 0.010
+"""How long this process wrote nothing before a lone write may carry its NOTIFY."""
+
 
 def hint_payload(
     namespace: str,
@@ -156,6 +159,8 @@ class Notifier(Service):
         self.peers_heard = False
         self.hints_kept = 0
         self._presence_tasks: set[asyncio.Task[None]] = set()
+        self._writing = 0  # autocommit writes of this process in flight (writing())
+        self._written_at = float("-inf")  # when the last of them ended (loop time)
 
     # -- waiting -----------------------------------------------------------
 
@@ -268,6 +273,40 @@ class Notifier(Service):
                 return
             self._hint_task = asyncio.get_running_loop().create_task(self._send_hints())
 
+    @contextlib.contextmanager
+    def writing(self) -> Iterator[bool]:
+        """Around an autocommit write that hints its events: yields whether it may
+        carry its NOTIFY in its own transaction instead (one statement, and one round
+        trip less before another process's claim wakes; then :meth:`hinted`, not
+        :meth:`hint`).  Such a commit holds PostgreSQL's cluster-wide notification
+        lock through its WAL flush, so no other notifying commit shares that flush
+        (finding 1 of docs/performance.md); only a write that comes alone after a
+        pause may: no other write of this process in flight or ended in the last
+        :data:`INLINE_AFTER_S`, no hint on its way, and another listener may hear
+        it (not :meth:`alone`).  A process that writes back to back (throughput, and
+        other processes may be doing the same) keeps its hints after the commits."""
+        now = asyncio.get_running_loop().time()
+        inline = (
+            self._writing == 0
+            and now - self._written_at >= INLINE_AFTER_S
+            and (self._hint_task is None or self._hint_task.done())
+            and not self.alone()
+        )
+        self._writing += 1
+        try:
+            yield inline
+        finally:
+            self._writing -= 1
+            self._written_at = asyncio.get_running_loop().time()
+
+    def hinted(self, queues: Iterable[str], jobs: int | None = None) -> None:
+        """A write of :meth:`writing` committed its NOTIFY (sent by this notifier:
+        ``s`` in the payload): wake this process's claims on ``queues`` now, as
+        :meth:`hint` does; its NOTIFY wakes nobody here again."""
+        self.hints_sent += 1
+        for queue in queues:
+            self.wake(queue, jobs=jobs)
+
     def alone(self) -> bool:
         """Whether no other listener of the namespace can hear a hint: this notifier
         listens, said hello at least :data:`ALONE_AFTER_S` ago, and nobody answered."""
@@ -283,8 +322,16 @@ class Notifier(Service):
         done on its way back through the LISTEN connection)."""
         assert self._hint_range is not None
         self.hints_kept += 1
-        self._own_ranges.append(self._hint_range)  # woken at hint time: hooks only
-        asyncio.get_running_loop().call_soon(self.dispatch, self._take_hints())
+        first, last = self._hint_range  # its queues were woken at hint time: hooks only
+        self._hint_queues, self._hint_work, self._hint_range = set(), set(), None
+        self._hint_jobs = 0
+        self.notifications += 1
+        if self._event_hooks:
+            asyncio.get_running_loop().call_soon(self._run_hooks, first, last)
+
+    def _run_hooks(self, first: int, last: int) -> None:
+        for hook in self._event_hooks:
+            hook(first, last)
 
     def _take_hints(self) -> str:
         """The payload of the merged hints, which are reset."""
@@ -350,7 +397,9 @@ class Notifier(Service):
         if not isinstance(jobs, int) or isinstance(jobs, bool) or jobs < 1:
             jobs = None
         own: Any = (first, last)
-        if own in self._own_ranges:
+        if hint.get("s") == self.instance:
+            pass  # sent in a write's transaction here: woken at its commit (hinted)
+        elif own in self._own_ranges:
             self._own_ranges.remove(own)  # its queues were woken at hint time
         elif isinstance(queues, list):
             for queue in queues:

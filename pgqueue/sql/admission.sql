@@ -126,7 +126,23 @@ WITH dated AS (
 ), hint AS (
     -- include: event_range
 )
+
+-- fragment: job_rows_returned
+-- What an insert returns (after job_rows_events): id, queue, hint_first, hint_last.
 SELECT n.id, n.queue, h.hint_first, h.hint_last
+FROM inserted n, hint h
+
+-- fragment: job_row_returned_notified
+-- job_rows_returned for the one job of job_insert_one, with its NOTIFY hint in its
+-- transaction (delivered at the commit): the payload of
+-- pgqueue.manager.notifier.hint_payload for one job of one queue, plus the sender
+-- ({sender}, the parameter that holds the notifier's instance id), whose own
+-- process woke its claims already.  Only for a lone push (Notifier.inline_hint): the
+-- cluster-wide notification lock is then held through the commit's WAL flush.
+SELECT n.id, n.queue, h.hint_first, h.hint_last,
+       pg_notify('pgqueue_events', json_build_object(
+           'ns', :namespace::text, 'a', h.hint_first, 'b', h.hint_last,
+           'q', json_build_array(n.queue), 'n', 1, 's', {sender}::text)::text) AS notified
 FROM inserted n, hint h
 
 -- name: job_insert_batch
@@ -154,6 +170,7 @@ FROM inserted n, hint h
 -- include: job_rows_inserted(conflict=ON CONFLICT DO NOTHING)
 -- include: job_rows_registered
 -- include: job_rows_events
+-- include: job_rows_returned
 
 -- name: job_insert_fresh
 -- job_insert_batch for jobs whose ids are fresh UUIDv7s and that carry no unique key
@@ -175,6 +192,7 @@ FROM inserted n, hint h
 -- include: job_rows_inserted(conflict=)
 -- include: job_rows_registered
 -- include: job_rows_events
+-- include: job_rows_returned
 
 -- name: job_insert_one
 -- job_insert_fresh for one job (a sequential push), each column a scalar parameter: no
@@ -187,6 +205,7 @@ FROM inserted n, hint h
 -- include: job_rows_inserted(conflict=)
 -- include: job_rows_registered
 -- include: job_rows_events
+-- include: job_rows_returned
 
 -- name: job_insert_one_known
 -- job_insert_one into a queue this process registered (pgqueue.manager.registry): no
@@ -198,6 +217,33 @@ FROM inserted n, hint h
 -- include: job_row_single
 -- include: job_rows_inserted(conflict=)
 -- include: job_rows_events
+-- include: job_rows_returned
+
+-- name: job_insert_one_notify
+-- job_insert_one with its NOTIFY hint in the transaction (a lone push: no other push of
+-- this process in flight, see pgqueue.manager.notifier.Notifier.inline_hint).
+-- Parameters as job_insert_one, then the sender: :namespace, :id, :queue, :name, :data,
+-- :priority, :lifo, :delay_ms, :max_attempts, :backoff_type, :backoff_ms,
+-- :backoff_max_ms, :timeout_ms, :ttl_ms, :stall_timeout_ms, :remove_on_complete,
+-- :remove_on_fail, :custom_id, :unique_key, :unique_ttl_ms, :group_id, :parent_id,
+-- :parent_queue, :pending_deps, :has_dependents, :opts, :created_at_ms, :sender.
+-- include: job_row_single
+-- include: job_rows_inserted(conflict=)
+-- include: job_rows_registered
+-- include: job_rows_events
+-- include: job_row_returned_notified(sender=:sender)
+
+-- name: job_insert_one_known_notify
+-- job_insert_one_known with its NOTIFY hint in the transaction (as
+-- job_insert_one_notify).  Parameters as job_insert_one_notify: :namespace, :id, :queue,
+-- :name, :data, :priority, :lifo, :delay_ms, :max_attempts, :backoff_type, :backoff_ms,
+-- :backoff_max_ms, :timeout_ms, :ttl_ms, :stall_timeout_ms, :remove_on_complete,
+-- :remove_on_fail, :custom_id, :unique_key, :unique_ttl_ms, :group_id, :parent_id,
+-- :parent_queue, :pending_deps, :has_dependents, :opts, :created_at_ms, :sender.
+-- include: job_row_single
+-- include: job_rows_inserted(conflict=)
+-- include: job_rows_events
+-- include: job_row_returned_notified(sender=:sender)
 
 -- name: job_retire_finished_generations
 -- Parameters, in order: :namespace, :custom_ids.
