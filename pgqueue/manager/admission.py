@@ -33,7 +33,7 @@ from pgqueue.db.executor import Executor, Row
 from pgqueue.db.queries import Q
 from pgqueue.db.retry import in_transaction
 from pgqueue.errors import DependencyNotFound, DuplicateJob
-from pgqueue.ids import uuid7_many
+from pgqueue.ids import uuid7, uuid7_many
 from pgqueue.manager.context import EngineContext
 from pgqueue.manager.cron.repeat import schedule_repeats_in
 from pgqueue.manager.notifier import hint_payload
@@ -64,6 +64,10 @@ class _Plan:
 
 
 def _plan(specs: Sequence[JobSpec]) -> _Plan:
+    if len(specs) == 1:
+        only = specs[0]
+        if only.id is None and not only.depends_on and only.parent_id is None:
+            return _Plan(specs, [uuid7()], [0], [False])  # a sequential push
     fresh = iter(uuid7_many(sum(1 for s in specs if s.id is None)))
     ids = [s.id if s.id is not None else next(fresh) for s in specs]
     plan = _Plan(specs, ids, [0] * len(specs), [False] * len(specs))
@@ -195,15 +199,18 @@ async def _insert(ex: Executor, ns: str, plan: _Plan, ctx: EngineContext | None 
     or, without ``ctx``, inside ``ex``'s transaction (at its commit)."""
     if ctx is None:
         return await _insert_rows(ex, ns, plan, None, inline=False)
-    with ctx.notifier.writing() as inline:
+    inline = ctx.notifier.begin_write()
+    try:
         return await _insert_rows(ex, ns, plan, ctx, inline=inline)
+    finally:
+        ctx.notifier.end_write()
 
 
 async def _insert_rows(
     ex: Executor, ns: str, plan: _Plan, ctx: EngineContext | None, *, inline: bool
 ) -> set[str]:
     """:func:`_insert`'s statements; ``inline``: a single job's NOTIFY goes in its
-    own statement (a lone write, :meth:`Notifier.writing`)."""
+    own statement (a lone write, :meth:`Notifier.begin_write`)."""
     inserted: set[str] = set()
     fresh = _all_fresh(plan)
     for lo in range(0, len(plan.ids), CHUNK_SIZE):

@@ -48,6 +48,7 @@ import contextlib
 import json
 import logging
 import random
+import time
 import uuid
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
@@ -157,10 +158,11 @@ class Notifier(Service):
         self.instance = uuid.uuid4().hex
         self._hello_at: float | None = None
         self.peers_heard = False
+        self._alone = False  # alone() found so since _hello_at
         self.hints_kept = 0
         self._presence_tasks: set[asyncio.Task[None]] = set()
-        self._writing = 0  # autocommit writes of this process in flight (writing())
-        self._written_at = float("-inf")  # when the last of them ended (loop time)
+        self._writing = 0  # autocommit writes of this process in flight (begin_write)
+        self._written_at = float("-inf")  # when the last of them ended (monotonic)
 
     # -- waiting -----------------------------------------------------------
 
@@ -273,9 +275,9 @@ class Notifier(Service):
                 return
             self._hint_task = asyncio.get_running_loop().create_task(self._send_hints())
 
-    @contextlib.contextmanager
-    def writing(self) -> Iterator[bool]:
-        """Around an autocommit write that hints its events: yields whether it may
+    def begin_write(self) -> bool:
+        """Before an autocommit write that hints its events (:meth:`end_write` after
+        it, whatever happens): whether it may
         carry its NOTIFY in its own transaction instead (one statement, and one round
         trip less before another process's claim wakes; then :meth:`hinted`, not
         :meth:`hint`).  Such a commit holds PostgreSQL's cluster-wide notification
@@ -285,19 +287,18 @@ class Notifier(Service):
         :data:`INLINE_AFTER_S`, no hint on its way, and another listener may hear
         it (not :meth:`alone`).  A process that writes back to back (throughput, and
         other processes may be doing the same) keeps its hints after the commits."""
-        now = asyncio.get_running_loop().time()
-        inline = (
-            self._writing == 0
-            and now - self._written_at >= INLINE_AFTER_S
+        self._writing += 1
+        return (
+            self._writing == 1
+            and time.monotonic() - self._written_at >= INLINE_AFTER_S
             and (self._hint_task is None or self._hint_task.done())
             and not self.alone()
         )
-        self._writing += 1
-        try:
-            yield inline
-        finally:
-            self._writing -= 1
-            self._written_at = asyncio.get_running_loop().time()
+
+    def end_write(self) -> None:
+        """After a write of :meth:`begin_write`."""
+        self._writing -= 1
+        self._written_at = time.monotonic()
 
     def hinted(self, queues: Iterable[str], jobs: int | None = None) -> None:
         """A write of :meth:`writing` committed its NOTIFY (sent by this notifier:
@@ -311,11 +312,11 @@ class Notifier(Service):
         """Whether no other listener of the namespace can hear a hint: this notifier
         listens, said hello at least :data:`ALONE_AFTER_S` ago, and nobody answered."""
         hello = self._hello_at
-        return (
-            hello is not None
-            and not self.peers_heard
-            and asyncio.get_running_loop().time() - hello >= ALONE_AFTER_S
-        )
+        if hello is None or self.peers_heard:
+            return False
+        if not self._alone:  # once alone, until the next hello or a peer's word
+            self._alone = asyncio.get_running_loop().time() - hello >= ALONE_AFTER_S
+        return self._alone
 
     def _keep_hints(self) -> None:
         """Deliver the merged hints in this process only (what the NOTIFY would have
@@ -452,6 +453,7 @@ class Notifier(Service):
                     self.connected.set()
                     self.started.set()
                     self._hello_at = asyncio.get_running_loop().time()
+                    self._alone = False
                     self._announce("hello")
                     self._resync()
                     delay = 0.1

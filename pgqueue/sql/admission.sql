@@ -137,7 +137,7 @@ FROM inserted n, hint h
 -- transaction (delivered at the commit): the payload of
 -- pgqueue.manager.notifier.hint_payload for one job of one queue, plus the sender
 -- ({sender}, the parameter that holds the notifier's instance id), whose own
--- process woke its claims already.  Only for a lone push (Notifier.inline_hint): the
+-- process woke its claims already.  Only for a lone push (Notifier.begin_write): the
 -- cluster-wide notification lock is then held through the commit's WAL flush.
 SELECT n.id, n.queue, h.hint_first, h.hint_last,
        pg_notify('pgqueue_events', json_build_object(
@@ -221,7 +221,7 @@ FROM inserted n, hint h
 
 -- name: job_insert_one_notify
 -- job_insert_one with its NOTIFY hint in the transaction (a lone push: no other push of
--- this process in flight, see pgqueue.manager.notifier.Notifier.inline_hint).
+-- this process in flight, see pgqueue.manager.notifier.Notifier.begin_write).
 -- Parameters as job_insert_one, then the sender: :namespace, :id, :queue, :name, :data,
 -- :priority, :lifo, :delay_ms, :max_attempts, :backoff_type, :backoff_ms,
 -- :backoff_max_ms, :timeout_ms, :ttl_ms, :stall_timeout_ms, :remove_on_complete,
