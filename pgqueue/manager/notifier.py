@@ -285,16 +285,16 @@ class Notifier(Service):
 
     def begin_write(self) -> bool:
         """Before an autocommit write that hints its events (:meth:`end_write` after
-        it, whatever happens): whether it may
-        carry its NOTIFY in its own transaction instead (one statement, and one round
-        trip less before another process's claim wakes; then :meth:`hinted`, not
-        :meth:`hint`).  Such a commit holds PostgreSQL's cluster-wide notification
-        lock through its WAL flush, so no other notifying commit shares that flush
-        (finding 1 of docs/performance.md); only a write that comes alone after a
-        pause may: no other write of this process in flight or ended in the last
-        :data:`INLINE_AFTER_S`, no hint on its way, and another listener may hear
-        it (not :meth:`alone`).  A process that writes back to back (throughput, and
-        other processes may be doing the same) keeps its hints after the commits."""
+        it, whatever happens): whether it may carry its NOTIFY in its own transaction
+        instead (one statement, and one round trip less before another process's
+        claim wakes; then :meth:`hinted`, not :meth:`hint`).  Such a commit holds
+        PostgreSQL's cluster-wide notification lock through its WAL flush, so no
+        other notifying commit shares that flush (finding 1 of docs/performance.md);
+        only a write that comes alone after a pause may: no other write of this
+        process in flight or ended in the last :data:`INLINE_AFTER_S`, no hint on its
+        way, and another listener may hear it (not :meth:`alone`).  A process that
+        writes back to back (throughput, and other processes may be doing the same)
+        keeps its hints after the commits."""
         self._writing += 1
         return (
             self._writing == 1
@@ -309,7 +309,7 @@ class Notifier(Service):
         self._written_at = time.monotonic()
 
     def hinted(self, queues: Iterable[str], jobs: int | None = None) -> None:
-        """A write of :meth:`writing` committed its NOTIFY (sent by this notifier:
+        """A write of :meth:`begin_write` committed its NOTIFY (sent by this notifier:
         ``s`` in the payload): wake this process's claims on ``queues`` now, as
         :meth:`hint` does; its NOTIFY wakes nobody here again."""
         self.hints_sent += 1
