@@ -27,7 +27,7 @@ The notifier
   delays, it never loses anything: claims and the outbox are polled).
 
 A write that comes alone (:meth:`Notifier.begin_write`: no other write of this
-process in flight or just before it, no hint on its way) carries its NOTIFY in its
+process in flight or just before it) carries its NOTIFY in its
 own transaction instead: one statement, and the other processes' claims wake at its
 commit, not one round trip later.  Its commit holds the notification lock through
 its WAL flush, which costs nothing while no other notifying commit waits; a process
@@ -291,15 +291,14 @@ class Notifier(Service):
         PostgreSQL's cluster-wide notification lock through its WAL flush, so no
         other notifying commit shares that flush (finding 1 of docs/performance.md);
         only a write that comes alone after a pause may: no other write of this
-        process in flight or ended in the last :data:`INLINE_AFTER_S`, no hint on its
-        way, and another listener may hear it (not :meth:`alone`).  A process that
+        process in flight or ended in the last :data:`INLINE_AFTER_S`, and another
+        listener may hear it (not :meth:`alone`).  A process that
         writes back to back (throughput, and other processes may be doing the same)
         keeps its hints after the commits."""
         self._writing += 1
         return (
             self._writing == 1
             and time.monotonic() - self._written_at >= INLINE_AFTER_S
-            and (self._hint_task is None or self._hint_task.done())
             and not self.alone()
         )
 
