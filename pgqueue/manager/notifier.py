@@ -27,10 +27,10 @@ The notifier
   delays, it never loses anything: claims and the outbox are polled).
 
 A write that comes alone (:meth:`Notifier.begin_write`: no other write of this
-process in flight or just before it) carries its NOTIFY in its
-own transaction instead: one statement, and the other processes' claims wake at its
-commit, not one round trip later.  Its commit holds the notification lock through
-its WAL flush, which costs nothing while no other notifying commit waits; a process
+process in flight or just before it) carries its NOTIFY in its own transaction
+instead: one statement, and the other processes' claims wake at its commit, not
+one round trip later.  Its commit holds the notification lock through its WAL
+flush, which costs nothing while no other notifying commit waits; a process
 writing back to back, where group commit matters, hints after its commits.  The
 payload names its sender (``s``), whose own claims were woken at the commit.
 
