@@ -22,13 +22,24 @@ from pgqueue.errors import (
     ValidationError,
 )
 
-__all__ = ["TransientConflict", "is_connection_error", "translate", "translating"]
+__all__ = [
+    "NotifyQueueFull",
+    "TransientConflict",
+    "is_connection_error",
+    "translate",
+    "translating",
+]
 
 _RETRYABLE_SQLSTATES = frozenset({"40001", "40P01", "55P03"})
 
 
 class TransientConflict(StorageError):
     """Serialization failure, deadlock or lock timeout: rolled back, safe to retry."""
+
+
+class NotifyQueueFull(StorageError):
+    """A NOTIFY in the transaction was refused at its commit: PostgreSQL's notification
+    queue is full (a listener lags far behind).  Rolled back; safe to retry without it."""
 
 
 def _sqlstate(exc: BaseException) -> str | None:
@@ -78,6 +89,8 @@ def translate(exc: BaseException, *, write_sent: bool) -> PgQueueError:
         # A data exception: a value the column or type cannot hold (out of range,
         # bad syntax, too long).  The statement failed, nothing of it was written.
         return ValidationError(f"value refused by the database ({state}): {_primary(exc)}")
+    if state == "54000" and "NOTIFY queue" in _primary(exc):
+        return NotifyQueueFull(f"notification queue full, rolled back: {_primary(exc)}")
     if state == "57014":
         return StorageError("statement timed out (statement_timeout)")
     if is_connection_error(exc):

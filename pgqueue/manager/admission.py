@@ -21,6 +21,7 @@ completing concurrently cannot miss the new edge.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -29,12 +30,12 @@ from typing import Final
 
 import orjson
 
-from pgqueue.db.errormap import TransientConflict
+from pgqueue.db.errormap import NotifyQueueFull, TransientConflict
 from pgqueue.db.executor import Executor, Row
 from pgqueue.db.queries import Q
 from pgqueue.db.retry import in_transaction
 from pgqueue.errors import DependencyNotFound, DuplicateJob
-from pgqueue.ids import uuid7_many
+from pgqueue.ids import uuid7, uuid7_many
 from pgqueue.manager.context import EngineContext
 from pgqueue.manager.cron.repeat import schedule_repeats_in
 from pgqueue.manager.notifier import hint_payload
@@ -42,6 +43,8 @@ from pgqueue.manager.options import JobSpec
 from pgqueue.manager.registry import remember_registered
 
 __all__ = ["CHUNK_SIZE", "admit", "admit_in", "attach_child"]
+
+log = logging.getLogger("pgqueue.admission")
 
 CHUNK_SIZE = 5_000
 
@@ -63,6 +66,10 @@ class _Plan:
 
 
 def _plan(specs: Sequence[JobSpec]) -> _Plan:
+    if len(specs) == 1:
+        only = specs[0]
+        if only.id is None and not only.depends_on and only.parent_id is None:
+            return _Plan(specs, [uuid7()], [0], [False])  # a sequential push
     fresh = iter(uuid7_many(sum(1 for s in specs if s.id is None)))
     ids = [s.id if s.id is not None else next(fresh) for s in specs]
     plan = _Plan(specs, ids, [0] * len(specs), [False] * len(specs))
@@ -206,14 +213,23 @@ def _uniform_args(args: dict[str, object], count: int) -> dict[str, object] | No
 
 
 async def _insert_chunk(
-    ex: Executor, ns: str, plan: _Plan, lo: int, hi: int, fresh: bool, known: bool
-) -> tuple[set[str], set[str], int | None, int | None]:
+    ex: Executor,
+    ns: str,
+    plan: _Plan,
+    lo: int,
+    hi: int,
+    fresh: bool,
+    ctx: EngineContext | None,
+    *,
+    inline: bool,
+) -> tuple[set[str], set[str], int | None, int | None, bool]:
     """Insert the plan's jobs ``lo:hi``: (the ids inserted, their queues, the id range
-    of their events).  ``known``: the only job's queue is registered already."""
+    of their events, whether their NOTIFY went with them: ``inline``, for a lone
+    single job only)."""
     if fresh and len(plan.ids) == 1:
-        query = Q.job_insert_one_known if known else Q.job_insert_one
-        rows = await ex.fetch(query, **_one_args(ns, plan))
+        rows, inline = await _insert_one(ex, ns, plan, ctx, inline=inline)
     else:
+        inline = False
         args = _insert_args(ns, plan, lo, hi)
         uniform = _uniform_args(args, len(plan.ids[lo:hi])) if fresh else None
         if uniform is not None:
@@ -222,37 +238,72 @@ async def _insert_chunk(
             ids = plan.ids[lo:hi]
             if row["jobs"] != len(ids):  # pragma: no cover - an INSERT without ON CONFLICT
                 raise DuplicateJob("a generated job id collided; retry the push")
-            return set(ids), {str(args["queue_batch"])}, row["hint_first"], row["hint_last"]
+            queues = {str(args["queue_batch"])}
+            return set(ids), queues, row["hint_first"], row["hint_last"], False
         query = Q.job_insert_fresh if fresh else Q.job_insert_batch
         rows = await ex.fetch(query, **args)
     if not rows:
-        return set(), set(), None, None
+        return set(), set(), None, None, False
     inserted = {row["id"] for row in rows}
     queues = {row["queue"] for row in rows}
-    return inserted, queues, rows[0]["hint_first"], rows[0]["hint_last"]
+    return inserted, queues, rows[0]["hint_first"], rows[0]["hint_last"], inline
 
 
 async def _insert(ex: Executor, ns: str, plan: _Plan, ctx: EngineContext | None = None) -> set[str]:
     """Insert the plan's jobs; hint their events after the commit through ``ctx``'s
     notifier (``ex`` autocommits; the queues registered go to ``ctx.registered_queues``),
     or, without ``ctx``, inside ``ex``'s transaction (at its commit)."""
+    if ctx is None:
+        return await _insert_rows(ex, ns, plan, None, inline=False)
+    inline = ctx.notifier.begin_write()
+    try:
+        return await _insert_rows(ex, ns, plan, ctx, inline=inline)
+    finally:
+        ctx.notifier.end_write()
+
+
+async def _insert_rows(
+    ex: Executor, ns: str, plan: _Plan, ctx: EngineContext | None, *, inline: bool
+) -> set[str]:
+    """:func:`_insert`'s statements; ``inline``: a single job's NOTIFY goes in its
+    own statement (a lone write, :meth:`Notifier.begin_write`)."""
     inserted: set[str] = set()
     fresh = _all_fresh(plan)
-    known = ctx is not None and plan.specs[0].queue in ctx.registered_queues
     for lo in range(0, len(plan.ids), CHUNK_SIZE):
-        ids, queues, first, last = await _insert_chunk(
-            ex, ns, plan, lo, lo + CHUNK_SIZE, fresh, known
+        ids, queues, first, last, notified = await _insert_chunk(
+            ex, ns, plan, lo, lo + CHUNK_SIZE, fresh, ctx, inline=inline
         )
         if not ids:
             continue
         inserted |= ids
         if ctx is not None:
             remember_registered(ctx, queues)
-            ctx.notifier.hint(queues, first, last, jobs=len(ids))
+            if notified:
+                ctx.notifier.hinted(queues, jobs=len(ids))
+            else:
+                ctx.notifier.hint(queues, first, last, jobs=len(ids))
         elif first is not None and last is not None:
             payload = hint_payload(ns, queues, first, last)
             await ex.execute(Q.event_hint_in_transaction, payload=payload)
     return inserted
+
+
+async def _insert_one(
+    ex: Executor, ns: str, plan: _Plan, ctx: EngineContext | None, *, inline: bool
+) -> tuple[list[Row], bool]:
+    """The plan's one fresh job; returns its row and whether its NOTIFY went with it
+    (``inline``, unless the notification queue refused it: then it is pushed again
+    without, and hinted after its commit like any other)."""
+    args = _one_args(ns, plan)
+    known = ctx is not None and plan.specs[0].queue in ctx.registered_queues
+    if inline and ctx is not None:
+        query = Q.job_insert_one_known_notify if known else Q.job_insert_one_notify
+        try:
+            return await ex.fetch(query, **args, sender=ctx.notifier.instance), True
+        except NotifyQueueFull as exc:  # rolled back at its commit: nothing written
+            log.warning("%s; pushing without the hint in the transaction", exc)
+    query = Q.job_insert_one_known if known else Q.job_insert_one
+    return await ex.fetch(query, **args), False
 
 
 def _all_fresh(plan: _Plan) -> bool:

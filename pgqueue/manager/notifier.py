@@ -26,6 +26,14 @@ The notifier
   after every (re)connect tells everyone to resync (a lost NOTIFY only
   delays, it never loses anything: claims and the outbox are polled).
 
+A write that comes alone (:meth:`Notifier.begin_write`: no other write of this
+process in flight or just before it) carries its NOTIFY in its own transaction
+instead: one statement, and the other processes' claims wake at its commit, not
+one round trip later.  Its commit holds the notification lock through its WAL
+flush, which costs nothing while no other notifying commit waits; a process
+writing back to back, where group commit matters, hints after its commits.  The
+payload names its sender (``s``), whose own claims were woken at the commit.
+
 With ``poll_only`` (PgBouncer in transaction mode) it never LISTENs; waiters
 simply time out after the poll interval.
 
@@ -48,6 +56,7 @@ import contextlib
 import json
 import logging
 import random
+import time
 import uuid
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
@@ -74,6 +83,9 @@ OWN_RANGES = 64
 
 ALONE_AFTER_S = 2.0
 """How long after its hello a notifier that heard no other listener keeps sending hints."""
+
+INLINE_AFTER_S = 0.010
+"""How long this process wrote nothing before a lone write may carry its NOTIFY."""
 
 
 def hint_payload(
@@ -154,8 +166,11 @@ class Notifier(Service):
         self.instance = uuid.uuid4().hex
         self._hello_at: float | None = None
         self.peers_heard = False
+        self._alone = False  # alone() found so since _hello_at
         self.hints_kept = 0
         self._presence_tasks: set[asyncio.Task[None]] = set()
+        self._writing = 0  # autocommit writes of this process in flight (begin_write)
+        self._written_at = float("-inf")  # when the last of them ended (monotonic)
 
     # -- waiting -----------------------------------------------------------
 
@@ -268,23 +283,63 @@ class Notifier(Service):
                 return
             self._hint_task = asyncio.get_running_loop().create_task(self._send_hints())
 
+    def begin_write(self) -> bool:
+        """Before an autocommit write that hints its events (:meth:`end_write` after
+        it, whatever happens): whether it may carry its NOTIFY in its own transaction
+        instead (one statement, and one round trip less before another process's
+        claim wakes; then :meth:`hinted`, not :meth:`hint`).  Such a commit holds
+        PostgreSQL's cluster-wide notification lock through its WAL flush, so no
+        other notifying commit shares that flush (finding 1 of docs/performance.md);
+        only a write that comes alone after a pause may: no other write of this
+        process in flight or ended in the last :data:`INLINE_AFTER_S`, and another
+        listener may hear it (not :meth:`alone`).  A process that
+        writes back to back (throughput, and other processes may be doing the same)
+        keeps its hints after the commits."""
+        self._writing += 1
+        return (
+            self._writing == 1
+            and time.monotonic() - self._written_at >= INLINE_AFTER_S
+            and not self.alone()
+        )
+
+    def end_write(self) -> None:
+        """After a write of :meth:`begin_write`."""
+        self._writing -= 1
+        self._written_at = time.monotonic()
+
+    def hinted(self, queues: Iterable[str], jobs: int | None = None) -> None:
+        """A write of :meth:`begin_write` committed its NOTIFY (sent by this notifier:
+        ``s`` in the payload): wake this process's claims on ``queues`` now, as
+        :meth:`hint` does; its NOTIFY wakes nobody here again."""
+        self.hints_sent += 1
+        for queue in queues:
+            self.wake(queue, jobs=jobs)
+
     def alone(self) -> bool:
         """Whether no other listener of the namespace can hear a hint: this notifier
         listens, said hello at least :data:`ALONE_AFTER_S` ago, and nobody answered."""
         hello = self._hello_at
-        return (
-            hello is not None
-            and not self.peers_heard
-            and asyncio.get_running_loop().time() - hello >= ALONE_AFTER_S
-        )
+        if hello is None or self.peers_heard:
+            return False
+        if not self._alone:  # once alone, until the next hello or a peer's word
+            self._alone = asyncio.get_running_loop().time() - hello >= ALONE_AFTER_S
+        return self._alone
 
     def _keep_hints(self) -> None:
         """Deliver the merged hints in this process only (what the NOTIFY would have
         done on its way back through the LISTEN connection)."""
         assert self._hint_range is not None
         self.hints_kept += 1
-        self._own_ranges.append(self._hint_range)  # woken at hint time: hooks only
-        asyncio.get_running_loop().call_soon(self.dispatch, self._take_hints())
+        first, last = self._hint_range  # its queues were woken at hint time: hooks only
+        self._hint_queues, self._hint_work, self._hint_range = set(), set(), None
+        self._hint_jobs = 0
+        self.notifications += 1
+        if self._event_hooks:
+            asyncio.get_running_loop().call_soon(self._run_hooks, first, last)
+
+    def _run_hooks(self, first: int, last: int) -> None:
+        for hook in self._event_hooks:
+            hook(first, last)
 
     def _take_hints(self) -> str:
         """The payload of the merged hints, which are reset."""
@@ -350,7 +405,9 @@ class Notifier(Service):
         if not isinstance(jobs, int) or isinstance(jobs, bool) or jobs < 1:
             jobs = None
         own: Any = (first, last)
-        if own in self._own_ranges:
+        if hint.get("s") == self.instance:
+            pass  # sent in a write's transaction here: woken at its commit (hinted)
+        elif own in self._own_ranges:
             self._own_ranges.remove(own)  # its queues were woken at hint time
         elif isinstance(queues, list):
             for queue in queues:
@@ -403,6 +460,7 @@ class Notifier(Service):
                     self.connected.set()
                     self.started.set()
                     self._hello_at = asyncio.get_running_loop().time()
+                    self._alone = False
                     self._announce("hello")
                     self._resync()
                     delay = 0.1

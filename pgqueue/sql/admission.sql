@@ -149,6 +149,9 @@ WITH dated AS (
 ), hint AS (
     -- include: event_range
 )
+
+-- fragment: job_rows_returned
+-- What an insert returns (after job_rows_events): id, queue, hint_first, hint_last.
 SELECT n.id, n.queue, h.hint_first, h.hint_last
 FROM inserted n, hint h
 
@@ -171,6 +174,19 @@ FROM inserted n, hint h
     RETURNING id
 )
 SELECT count(*) AS jobs, min(e.id) AS hint_first, max(e.id) AS hint_last FROM events e
+
+-- fragment: job_row_returned_notified
+-- job_rows_returned for the one job of job_insert_one, with its NOTIFY hint in its
+-- transaction (delivered at the commit): the payload of
+-- pgqueue.manager.notifier.hint_payload for one job of one queue, plus the sender
+-- ({sender}, the parameter that holds the notifier's instance id), whose own
+-- process woke its claims already.  Only for a lone push (Notifier.begin_write): the
+-- cluster-wide notification lock is then held through the commit's WAL flush.
+SELECT n.id, n.queue, h.hint_first, h.hint_last,
+       pg_notify('pgqueue_events', json_build_object(
+           'ns', :namespace::text, 'a', h.hint_first, 'b', h.hint_last,
+           'q', json_build_array(n.queue), 'n', 1, 's', {sender}::text)::text) AS notified
+FROM inserted n, hint h
 
 -- name: job_insert_batch
 -- Admit a batch of jobs in one statement, with their 'pushed' outbox events,
@@ -197,6 +213,7 @@ SELECT count(*) AS jobs, min(e.id) AS hint_first, max(e.id) AS hint_last FROM ev
 -- include: job_rows_inserted(conflict=ON CONFLICT DO NOTHING)
 -- include: job_rows_registered
 -- include: job_rows_events
+-- include: job_rows_returned
 
 -- name: job_insert_fresh
 -- job_insert_batch for jobs whose ids are fresh UUIDv7s and that carry no unique key
@@ -218,6 +235,7 @@ SELECT count(*) AS jobs, min(e.id) AS hint_first, max(e.id) AS hint_last FROM ev
 -- include: job_rows_inserted(conflict=)
 -- include: job_rows_registered
 -- include: job_rows_events
+-- include: job_rows_returned
 
 -- name: job_insert_uniform
 -- job_insert_fresh for a batch whose jobs differ only in their id and data (a bulk push
@@ -247,6 +265,7 @@ SELECT count(*) AS jobs, min(e.id) AS hint_first, max(e.id) AS hint_last FROM ev
 -- include: job_rows_inserted(conflict=)
 -- include: job_rows_registered
 -- include: job_rows_events
+-- include: job_rows_returned
 
 -- name: job_insert_one_known
 -- job_insert_one into a queue this process registered (pgqueue.manager.registry): no
@@ -258,6 +277,33 @@ SELECT count(*) AS jobs, min(e.id) AS hint_first, max(e.id) AS hint_last FROM ev
 -- include: job_row_single
 -- include: job_rows_inserted(conflict=)
 -- include: job_rows_events
+-- include: job_rows_returned
+
+-- name: job_insert_one_notify
+-- job_insert_one with its NOTIFY hint in the transaction (a lone push: no other push of
+-- this process in flight, see pgqueue.manager.notifier.Notifier.begin_write).
+-- Parameters as job_insert_one, then the sender: :namespace, :id, :queue, :name, :data,
+-- :priority, :lifo, :delay_ms, :max_attempts, :backoff_type, :backoff_ms,
+-- :backoff_max_ms, :timeout_ms, :ttl_ms, :stall_timeout_ms, :remove_on_complete,
+-- :remove_on_fail, :custom_id, :unique_key, :unique_ttl_ms, :group_id, :parent_id,
+-- :parent_queue, :pending_deps, :has_dependents, :opts, :created_at_ms, :sender.
+-- include: job_row_single
+-- include: job_rows_inserted(conflict=)
+-- include: job_rows_registered
+-- include: job_rows_events
+-- include: job_row_returned_notified(sender=:sender)
+
+-- name: job_insert_one_known_notify
+-- job_insert_one_known with its NOTIFY hint in the transaction (as
+-- job_insert_one_notify).  Parameters as job_insert_one_notify: :namespace, :id, :queue,
+-- :name, :data, :priority, :lifo, :delay_ms, :max_attempts, :backoff_type, :backoff_ms,
+-- :backoff_max_ms, :timeout_ms, :ttl_ms, :stall_timeout_ms, :remove_on_complete,
+-- :remove_on_fail, :custom_id, :unique_key, :unique_ttl_ms, :group_id, :parent_id,
+-- :parent_queue, :pending_deps, :has_dependents, :opts, :created_at_ms, :sender.
+-- include: job_row_single
+-- include: job_rows_inserted(conflict=)
+-- include: job_rows_events
+-- include: job_row_returned_notified(sender=:sender)
 
 -- name: job_retire_finished_generations
 -- Parameters, in order: :namespace, :custom_ids.

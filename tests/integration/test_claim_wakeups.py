@@ -14,8 +14,10 @@ from typing import Any
 
 import pytest
 
+from pgqueue.db.errormap import NotifyQueueFull
 from pgqueue.db.executor import Row
 from pgqueue.db.queries import Q, Query
+from pgqueue.manager import notifier as notifier_module
 from pgqueue.runtime import PostgresQueueManager
 from pgqueue.testing import eventually
 from tests.conftest import start_manager
@@ -176,3 +178,78 @@ async def test_ten_long_polls_in_each_of_two_managers_take_every_job_pushed_one_
             for task in tasks:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
+
+
+async def test_a_lone_push_carries_its_hint_in_its_transaction_and_others_after_their_commits(
+    pair: list[PostgresQueueManager], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A push with no other write of its process in flight or just before sends its
+    NOTIFY in its own statement (no hint statement after the commit) and still wakes
+    the claims of both processes; pushes that overlap or follow each other closely
+    keep the NOTIFY out of their transactions (it would serialise their commits, and
+    other processes', on the cluster-wide notification lock)."""
+    a, b = pair
+    sent: list[Query] = []
+    for method in ("fetch", "fetchval"):
+        original = getattr(a.ctx.db, method)
+
+        async def counting(query: Query, /, *args: Any, _o: Any = original, **kw: Any) -> Any:
+            sent.append(query)
+            return await _o(query, *args, **kw)
+
+        monkeypatch.setattr(a.ctx.db, method, counting)
+    inline = {Q.job_insert_one_notify, Q.job_insert_one_known_notify}
+    monkeypatch.setattr(notifier_module, "INLINE_AFTER_S", 0.0)  # every push after a pause
+    there = asyncio.create_task(b.pull_batch("lone", 1, timeout_ms=POLL_MS - 1))
+    here = asyncio.create_task(a.pull_batch("lone", 1, timeout_ms=POLL_MS - 1))
+    await eventually(lambda: _idle_claims(a, "lone") == 1 and _idle_claims(b, "lone") == 1)
+    sent.clear()
+    first = await a.push("lone", "n", 1)
+    second = await a.push("lone", "n", 2)
+    claimed = await asyncio.wait_for(asyncio.gather(here, there), BOUND_S)
+    assert sorted(c.id for got in claimed for c in got) == sorted([first, second])
+    pushes = [q for q in sent if q.name.startswith("job_insert")]
+    assert len(pushes) == 2 and set(pushes) <= inline, [q.name for q in sent]
+    assert Q.event_hint not in sent
+
+    sent.clear()
+    ids = await asyncio.gather(*(a.push("overlap", "n", i) for i in range(8)))
+    await a.ctx.notifier.flush_hints()
+    assert sum(q in inline for q in sent) <= 1, [q.name for q in sent]
+    assert Q.event_hint in sent
+    assert len(await b.pull_batch("overlap", 10)) == len(set(ids)) == 8
+
+    monkeypatch.setattr(notifier_module, "INLINE_AFTER_S", 3600.0)  # all close together
+    sent.clear()
+    waiting = asyncio.create_task(b.pull_batch("close", 1, timeout_ms=POLL_MS - 1))
+    await eventually(lambda: _idle_claims(b, "close") == 1, message="the claim waits")
+    job_id = await a.push("close", "n", 1)
+    [claimed_close] = await asyncio.wait_for(waiting, BOUND_S)
+    await a.ctx.notifier.flush_hints()
+    assert claimed_close.id == job_id
+    assert not inline.intersection(sent) and Q.event_hint in sent, [q.name for q in sent]
+
+
+async def test_a_lone_push_refused_for_a_full_notification_queue_is_pushed_without_its_hint(
+    pair: list[PostgresQueueManager], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The NOTIFY in the push's transaction must not fail a push that the hint after
+    the commit would not have failed: the queue full (a listener far behind), the
+    push goes again without it (nothing was written) and is hinted after its commit."""
+    a, b = pair
+    fetch = a.ctx.db.fetch
+    refused: list[str] = []
+
+    async def refusing(query: Query, /, *args: Any, **params: Any) -> list[Row]:
+        if query in (Q.job_insert_one_notify, Q.job_insert_one_known_notify):
+            refused.append(query.name)
+            raise NotifyQueueFull("too many notifications in the NOTIFY queue")
+        return await fetch(query, *args, **params)
+
+    monkeypatch.setattr(a.ctx.db, "fetch", refusing)
+    monkeypatch.setattr(notifier_module, "INLINE_AFTER_S", 0.0)
+    waiting = asyncio.create_task(b.pull_batch("full", 1, timeout_ms=POLL_MS - 1))
+    await eventually(lambda: _idle_claims(b, "full") == 1, message="the claim waits")
+    job_id = await a.push("full", "n", 1)
+    [claimed] = await asyncio.wait_for(waiting, BOUND_S)
+    assert claimed.id == job_id and len(refused) == 1

@@ -306,10 +306,10 @@ async def test_resuming_from_a_pruned_position_reports_the_lost_range(
 async def test_push_and_ack_hint_their_events_after_the_commit(
     manager: PostgresQueueManager, db_dsn: str, namespace: str
 ) -> None:
-    """The hot path's NOTIFY leaves the writing transaction (which would otherwise hold
-    the cluster-wide notification lock until its commit is flushed) and still names the
-    namespace, the queue and the events' id range.  The listener says hello, as every
-    notifier does: a manager that heard no other listener keeps its hints in-process."""
+    """The hot path's NOTIFY (after the commit, or in a lone push's own transaction)
+    names the namespace, the queue and the events' id range.  The listener says hello,
+    as every notifier does: a manager that heard no other listener keeps its hints
+    in-process."""
     hints: asyncio.Queue[dict[str, object]] = asyncio.Queue()
 
     def on_note(*args: object) -> None:

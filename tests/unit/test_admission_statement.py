@@ -3,6 +3,9 @@
 
 from __future__ import annotations
 
+import asyncpg
+
+from pgqueue.db.errormap import NotifyQueueFull, translate
 from pgqueue.db.queries import Q
 from pgqueue.manager.admission import _all_fresh, _plan
 from pgqueue.manager.options import JobSpec
@@ -38,3 +41,22 @@ def test_only_the_known_queue_statement_skips_the_registry_row() -> None:
     assert "INSERT INTO pgqueue_queues" in Q.job_insert_one.sql
     assert "INSERT INTO pgqueue_queues" in Q.job_insert_fresh.sql
     assert "INSERT INTO pgqueue_queues" not in Q.job_insert_one_known.sql
+
+
+def test_the_notifying_twins_are_the_one_row_statements_with_their_hint() -> None:
+    for plain, notifying in (
+        (Q.job_insert_one, Q.job_insert_one_notify),
+        (Q.job_insert_one_known, Q.job_insert_one_known_notify),
+    ):
+        assert notifying.params == (*plain.params, "sender")
+        assert notifying.sql.split("\nSELECT n.id")[0] == plain.sql.split("\nSELECT n.id")[0]
+        assert "pg_notify" in notifying.sql and "pg_notify" not in plain.sql
+
+
+def test_a_full_notification_queue_is_its_own_error() -> None:
+    full = asyncpg.exceptions.ProgramLimitExceededError(
+        "too many notifications in the NOTIFY queue"
+    )
+    assert isinstance(translate(full, write_sent=True), NotifyQueueFull)
+    other = asyncpg.exceptions.ProgramLimitExceededError("index row size exceeds maximum")
+    assert not isinstance(translate(other, write_sent=True), NotifyQueueFull)

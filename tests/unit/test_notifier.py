@@ -15,6 +15,7 @@ import pytest
 
 from pgqueue.config import Config
 from pgqueue.db.executor import Database
+from pgqueue.manager import notifier as notifier_module
 from pgqueue.manager.notifier import Notifier
 from pgqueue.testing.waiting import eventually
 
@@ -282,3 +283,32 @@ async def test_a_hint_kept_alone_wakes_its_idle_claims_once(hinting: Notifier) -
         await eventually(lambda: bool(ranges), message="the kept hint's dispatch")
         assert ranges == [(1, 1)]
         assert sum(w.work.done() for w in idle) == 1
+
+
+async def test_only_a_write_alone_after_a_pause_carries_its_notify(
+    notifier: Notifier, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A lone write may NOTIFY in its transaction; one that overlaps another write of
+    the process, or follows one closely, hints after its commit."""
+    assert notifier.begin_write()
+    assert not notifier.begin_write()  # overlaps the first
+    notifier.end_write()
+    notifier.end_write()
+    assert not notifier.begin_write()  # right after the others
+    notifier.end_write()
+    monkeypatch.setattr(notifier_module, "INLINE_AFTER_S", 0.0)
+    assert notifier.begin_write()
+    notifier.end_write()
+
+
+async def test_its_own_notify_from_a_write_wakes_nobody_again_but_reaches_the_hooks(
+    notifier: Notifier,
+) -> None:
+    ranges: list[tuple[int, int]] = []
+    notifier.on_events(lambda a, b: ranges.append((a, b)))
+    with notifier.waiter("q") as woken:
+        notifier.dispatch(hint(a=5, b=5, q=["q"], n=1, s=notifier.instance))
+        assert not woken.done()
+        notifier.dispatch(hint(a=6, b=6, q=["q"], n=1, s="someone else"))
+        assert woken.done()
+    assert ranges == [(5, 5), (6, 6)]
