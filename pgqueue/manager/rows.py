@@ -116,6 +116,11 @@ class ClaimedJob:
         self.lease_until: float = row["lease_until"].timestamp() * 1000.0
 
     @property
+    def row(self) -> Row:
+        """The claim's row, as the database returned it (read, never changed)."""
+        return self._row
+
+    @property
     def job(self) -> Job:
         if self._job is None:
             self._job = job_from_row(self._row, state="active", data=self.data)

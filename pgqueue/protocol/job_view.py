@@ -15,7 +15,7 @@ from typing import Any
 from pgqueue.vocabulary.job_options import opts_options
 from pgqueue.vocabulary.job_record import Job
 
-__all__ = ["job_view", "last_heartbeat"]
+__all__ = ["empty_opts_view", "job_view", "last_heartbeat"]
 
 
 def _ms(value: float | None) -> float | None:
@@ -30,13 +30,18 @@ def last_heartbeat(beat: float | None, started: float | None, created: float) ->
     return float(beat if started is None else max(beat, started))
 
 
+def empty_opts_view() -> dict[str, Any]:
+    """The view's keys of an empty ``opts`` document: every option at its default."""
+    shown = dict(_EMPTY)
+    for key in _EMPTY_LISTS:
+        shown[key] = list(_EMPTY[key])  # each view owns its lists
+    return shown
+
+
 def _from_opts(options: Mapping[str, Any]) -> dict[str, Any]:
     """The options kept in the job's ``opts`` document, as their declarations show them."""
-    if not options:  # the common case (a no-option job): every option at its default
-        shown = dict(_EMPTY)
-        for key in _EMPTY_LISTS:
-            shown[key] = list(_EMPTY[key])  # each view owns its lists
-        return shown
+    if not options:  # the common case (a no-option job)
+        return empty_opts_view()
     shown = {}
     for name, key, kind, default in _SHOWN:
         value = options.get(name, default)

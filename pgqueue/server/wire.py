@@ -124,10 +124,17 @@ def check_pull_group(fields: Fields) -> GroupDefaults | None:
     )
 
 
+_NOT_OPTIONS = frozenset({"name", "data"})
+"""The keys of a job input that name no option (the common PUSHB entry has no other)."""
+assert _NOT_OPTIONS.isdisjoint(wire for _, wire in _DECLARED_WIRES)
+
+
 def job_options_from_wire(fields: Fields, *, custom_id_key: str) -> dict[str, Any]:
     """The engine options of one job input (PUSH body, PUSHB entry, PUSHF input)."""
     opts: dict[str, Any] = {}
     message = fields.message
+    if _NOT_OPTIONS.issuperset(message):
+        return opts  # every option below is absent: reading each would give nothing
     for option, wire in _DECLARED_WIRES:
         if wire not in message:
             continue  # what reading it would give: nothing

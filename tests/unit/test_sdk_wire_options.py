@@ -86,6 +86,21 @@ def test_options_reach_the_broker_as_the_engine_reads_them(opts: dict[str, Any],
     assert through_the_wire(opts, key, {"d": [1, 2]}) == direct
 
 
+@pytest.mark.parametrize("opts", [{}, *CASES])
+def test_a_pushb_entry_reaches_the_broker_as_the_engine_reads_it(opts: dict[str, Any]) -> None:
+    # An entry of a name and data only (no option, no envelope) takes the short path.
+    entry, _ = job_entry(
+        "q", JobInput("n", {"d": 1}, opts), custom_id_key="customId", max_payload_bytes=LIMIT
+    )
+    message = unpack(pack({"cmd": "PUSHB", "queue": "q", "jobs": [entry]}))["jobs"][0]
+    name, data, wire_opts = job_input_from_wire(Fields(message), custom_id_key="customId")
+    assert (name, data) == ("n", {"d": 1})
+    spec = build_job_spec(
+        "q", name, data, wire_opts, max_payload_bytes=LIMIT, labels=WIRE_LABELS, queue_checked=True
+    )
+    assert spec == build_job_spec("q", "n", {"d": 1}, opts, max_payload_bytes=LIMIT)
+
+
 def test_every_engine_option_is_covered_by_a_case() -> None:
     covered = set().union(*CASES)
     assert JOB_OPTIONS - covered == {"parent_queue"}

@@ -9,9 +9,10 @@ from pgqueue.manager.claim import MAX_PULL_COUNT, MAX_PULL_TIMEOUT_MS, Claims
 from pgqueue.manager.completion import FailItem
 from pgqueue.manager.models import AckItem, ItemOutcome
 from pgqueue.protocol import Fields
+from pgqueue.server.pulled_view import pulled_view
 from pgqueue.server.registry import CommandGroup
 from pgqueue.server.request import Request
-from pgqueue.server.wire import check_pull_group, client_message, job_to_wire, removal_value
+from pgqueue.server.wire import check_pull_group, client_message, removal_value
 
 group = CommandGroup()
 command = group.command
@@ -70,7 +71,7 @@ def _observe_pull(req: Request, wire_jobs: list[dict[str, Any]]) -> None:
 async def pull(req: Request) -> dict[str, Any]:
     jobs = await _pull(req, 1)
     job = jobs[0] if jobs else None
-    response: dict[str, Any] = {"job": job_to_wire(job.job) if job else None}
+    response: dict[str, Any] = {"job": pulled_view(job) if job else None}
     _observe_pull(req, [response["job"]] if job else [])
     if req.fields.has("owner"):
         response["token"] = job.token if job else None
@@ -81,7 +82,7 @@ async def pull(req: Request) -> dict[str, Any]:
 async def pull_batch(req: Request) -> dict[str, Any]:
     count = req.fields.int_("count", minimum=1, maximum=MAX_PULL_COUNT)
     jobs = await _pull(req, count)
-    response: dict[str, Any] = {"jobs": [job_to_wire(job.job) for job in jobs]}
+    response: dict[str, Any] = {"jobs": [pulled_view(job) for job in jobs]}
     _observe_pull(req, response["jobs"])
     if req.fields.has("owner"):
         response["tokens"] = [job.token for job in jobs]
