@@ -42,7 +42,8 @@ depends_on = None
 
 UPGRADE = r"""
 DROP INDEX IF EXISTS pgqueue_finished_listing_idx;
-CREATE INDEX pgqueue_finished_listing_idx ON pgqueue_finished (namespace, queue, state, finished_at);
+CREATE INDEX pgqueue_finished_listing_idx
+    ON pgqueue_finished (namespace, queue, state, finished_at);
 DROP INDEX IF EXISTS pgqueue_events_job_idx;
 CREATE INDEX pgqueue_events_job_idx ON pgqueue_events (job_id) WITH (fillfactor = 100);
 """
