@@ -841,11 +841,11 @@ CREATE INDEX pgqueue_dlq_reason_idx ON public.pgqueue_dlq USING btree (namespace
 
 CREATE INDEX pgqueue_events_cursor_idx ON public.pgqueue_events USING btree (namespace, xid, id);
 
-CREATE INDEX pgqueue_events_job_idx ON public.pgqueue_events USING hash (job_id);
+CREATE INDEX pgqueue_events_job_idx ON public.pgqueue_events USING btree (job_id) WITH (fillfactor='100');
 
 CREATE INDEX pgqueue_finished_keep_idx ON public.pgqueue_finished USING btree (namespace, queue, state) WHERE ((NOT removed) AND ((opts ? 'keep_completed'::text) OR (opts ? 'keep_failed'::text)));
 
-CREATE INDEX pgqueue_finished_listing_idx ON public.pgqueue_finished USING btree (namespace, queue, state, finished_at, id);
+CREATE INDEX pgqueue_finished_listing_idx ON public.pgqueue_finished USING btree (namespace, queue, state, finished_at);
 
 CREATE INDEX pgqueue_finished_parent_idx ON public.pgqueue_finished USING btree (namespace, parent_id) WHERE (parent_id IS NOT NULL);
 

@@ -95,7 +95,7 @@ WHERE j.namespace = :namespace AND j.id = :job_id
 
 -- name: job_timeline
 -- Parameters, in order: :namespace, :job_id, :limit.
--- A job's state changes still in the outbox (its hash index on job_id),
+-- A job's state changes still in the outbox (its index on job_id),
 -- oldest first, at most :limit.  :namespace, :job_id.
 SELECT e.type, (extract(epoch FROM e.created_at) * 1000)::float8 AS at, e.payload::text AS payload
 FROM pgqueue_events e

@@ -64,7 +64,7 @@ WITH picked AS (
                       JOIN pgqueue_jobs dj ON dj.namespace = d.namespace AND dj.id = d.job_id
                       WHERE d.namespace = :namespace AND d.depends_on = f.id)
       -- include: finished_parent_gone
-    ORDER BY f.finished_at, f.id
+    ORDER BY f.finished_at  -- a finish statement's jobs share it: any of them
     LIMIT :limit
     FOR UPDATE SKIP LOCKED
 ), deleted AS (

@@ -31,7 +31,8 @@ ON CONFLICT DO NOTHING
 -- completion proofs of removed ones) after :completed_ms; failed ones only when they
 -- have no DLQ entry (the DLQ's own maxAge decides those) after :failed_ms.  Each
 -- queue's oldest first, along the listing index (namespace, queue, state,
--- finished_at): a batch never reads the jobs still retained.  A
+-- finished_at): a batch never reads the jobs still retained (nor, by leaving ties in
+-- index order, the rest of a finish statement's jobs past its :limit).  A
 -- flow child is kept while its parent is live or dead-lettered (its result,
 -- or its error, is what the parent reads when it runs, also after a
 -- redrive); it becomes prunable once the parent has finished for good.
@@ -56,7 +57,7 @@ WITH clock AS (
                OR NOT EXISTS (SELECT 1 FROM pgqueue_dlq d
                               WHERE d.namespace = :namespace AND d.job_id = f.id))
           -- include: finished_parent_gone
-        ORDER BY f.finished_at, f.id
+        ORDER BY f.finished_at  -- the jobs of one finish statement share it: any of them
         LIMIT :limit
     ) f
     WHERE q.namespace = :namespace
