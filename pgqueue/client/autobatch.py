@@ -20,6 +20,11 @@ nothing is re-sent.  Jobs with dependencies, a parent or a dedup strategy
 travel alone (their admission can fail on its own, and takes the engine's
 slower graph path); two jobs with the same custom id or unique key never
 share a batch (each gets what a PUSH of its own would give).
+
+The entries are PUSHB entries by default; the embedded transport batches the
+engine's job specs the same way (``keys`` and ``solo`` say what a spec's
+custom id, unique key and solo-ness are), and sends a push at once when nothing
+is open or on its way (``direct_when_idle``: a lone push pays no loop step).
 """
 
 from __future__ import annotations
@@ -29,13 +34,16 @@ import copy
 import re
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from pgqueue.errors import CommandTimeout, ConnectionLost, IndeterminateCommit, PgQueueError
 
 __all__ = ["AutoBatcher", "SendBatch"]
 
-SendBatch = Callable[[str, list[dict[str, Any]]], Awaitable[list[str]]]
+E = TypeVar("E")
+"""A batched entry: a PUSHB entry (``dict``) or the engine's job spec."""
+
+SendBatch = Callable[[str, list[E]], Awaitable[list[str]]]
 """``send(queue, entries) -> ids``: one PUSHB; raises for the whole batch."""
 
 _JOB_INDEX = re.compile(r"^jobs\[(\d+)\]: ")
@@ -46,16 +54,17 @@ OUTCOME_UNKNOWN = (ConnectionLost, CommandTimeout, IndeterminateCommit)
 
 
 @dataclass(eq=False)
-class _Batch:
+class _Batch(Generic[E]):
     queue: str
-    entries: list[dict[str, Any]] = field(default_factory=list)
+    entries: list[E] = field(default_factory=list)
     futures: list[asyncio.Future[str]] = field(default_factory=list)
     keys: set[tuple[str, str]] = field(default_factory=set)
     timer: asyncio.TimerHandle | None = None
     scheduled: bool = False
 
 
-def _keys(entry: dict[str, Any]) -> set[tuple[str, str]]:
+def wire_keys(entry: dict[str, Any]) -> set[tuple[str, str]]:
+    """The custom id and unique key of a PUSHB entry (two sharing one never share a batch)."""
     keys = set()
     if entry.get("customId") is not None:
         keys.add(("id", str(entry["customId"])))
@@ -64,32 +73,49 @@ def _keys(entry: dict[str, Any]) -> set[tuple[str, str]]:
     return keys
 
 
-class AutoBatcher:
-    """Coalesces single pushes into PUSHB frames (see the module docstring)."""
+def wire_solo(entry: dict[str, Any]) -> bool:
+    """True for a PUSHB entry that travels alone (dependencies, a parent, a dedup strategy)."""
+    return any(entry.get(name) for name in _SOLO_FIELDS)
+
+
+class AutoBatcher(Generic[E]):
+    """Coalesces single pushes into batches (see the module docstring)."""
 
     def __init__(
         self,
-        send: SendBatch,
+        send: SendBatch[E],
         *,
         max_jobs: int = 50,
         max_delay: float = 0.005,
         max_inflight: int = 4,
+        keys: Callable[[E], set[tuple[str, str]]] = wire_keys,  # type: ignore[assignment]
+        solo: Callable[[E], bool] = wire_solo,  # type: ignore[assignment]
+        direct_when_idle: bool = False,
     ) -> None:
         self._send = send
         self.max_jobs = max_jobs
         self.max_delay = max_delay
         self.max_inflight = max_inflight
-        self._open: dict[str, _Batch] = {}
+        self._keys = keys
+        self._solo_entry = solo
+        self._direct_when_idle = direct_when_idle
+        self._direct = 0  # pushes sent at once (direct_when_idle), on their way
+        self._open: dict[str, _Batch[E]] = {}
         self._tasks: set[asyncio.Task[None]] = set()
         self.batches = 0
         self.jobs = 0
 
-    async def submit(self, queue: str, entry: dict[str, Any]) -> str:
-        """Push one PUSHB entry (``customId`` for a custom id); return its job id."""
+    def _inflight(self) -> int:
+        return len(self._tasks) + self._direct
+
+    async def submit(self, queue: str, entry: E) -> str:
+        """Push one entry (a PUSHB entry: ``customId`` for a custom id); return its job id."""
         loop = asyncio.get_running_loop()
-        if any(entry.get(name) for name in _SOLO_FIELDS):
+        if self._solo_entry(entry):
             return await self._solo(queue, entry)
-        keys = _keys(entry)
+        if self._direct_when_idle and not self._open and not self._inflight():
+            return await self._at_once(queue, entry)
+        keys = self._keys(entry)
         batch = self._open.get(queue)
         if batch is not None and batch.keys & keys:
             self._flush(batch)
@@ -103,12 +129,24 @@ class AutoBatcher:
         batch.keys |= keys
         if len(batch.entries) >= self.max_jobs:
             self._flush(batch)
-        elif len(self._tasks) < self.max_inflight and not batch.scheduled:
+        elif self._inflight() < self.max_inflight and not batch.scheduled:
             batch.scheduled = True
             loop.call_soon(self._flush_if_free, batch)
         return await future
 
-    async def _solo(self, queue: str, entry: dict[str, Any]) -> str:
+    async def _at_once(self, queue: str, entry: E) -> str:
+        """Nothing open or on its way: this push goes now, in the caller's task; the
+        pushes that come while it is on its way gather into a batch."""
+        future: asyncio.Future[str] = asyncio.get_running_loop().create_future()
+        self._direct += 1
+        try:
+            await self._deliver(queue, [entry], [future])
+        finally:
+            self._direct -= 1
+            self._flush_free()
+        return future.result()
+
+    async def _solo(self, queue: str, entry: E) -> str:
         """A job with dependencies, a parent or a dedup strategy travels alone: its
         admission can fail on its own (an unknown dependency) and takes the graph path."""
         future: asyncio.Future[str] = asyncio.get_running_loop().create_future()
@@ -117,12 +155,12 @@ class AutoBatcher:
         task.add_done_callback(self._done)
         return await future
 
-    def _flush_if_free(self, batch: _Batch) -> None:
+    def _flush_if_free(self, batch: _Batch[E]) -> None:
         batch.scheduled = False
-        if len(self._tasks) < self.max_inflight:
+        if self._inflight() < self.max_inflight:
             self._flush(batch)
 
-    def _flush(self, batch: _Batch) -> None:
+    def _flush(self, batch: _Batch[E]) -> None:
         if self._open.get(batch.queue) is not batch:
             return  # already sent
         del self._open[batch.queue]
@@ -134,16 +172,20 @@ class AutoBatcher:
 
     def _done(self, task: asyncio.Task[None]) -> None:
         self._tasks.discard(task)
+        self._flush_free()
+
+    def _flush_free(self) -> None:
+        """Send open batches while fewer than ``max_inflight`` are on their way."""
         for batch in list(self._open.values()):
-            if len(self._tasks) >= self.max_inflight:
+            if self._inflight() >= self.max_inflight:
                 break
             self._flush(batch)
 
-    async def _run(self, batch: _Batch) -> None:
+    async def _run(self, batch: _Batch[E]) -> None:
         await self._deliver(batch.queue, batch.entries, batch.futures)
 
     async def _deliver(
-        self, queue: str, entries: list[dict[str, Any]], futures: list[asyncio.Future[str]]
+        self, queue: str, entries: list[E], futures: list[asyncio.Future[str]]
     ) -> None:
         while entries:
             self.batches += 1

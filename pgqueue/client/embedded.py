@@ -1,7 +1,9 @@
 """The embedded transport: the SDK straight to PostgreSQL through the engine.
 
 One :class:`~pgqueue.runtime.PostgresQueueManager` per transport (its own broker
-session on the namespace).  Besides the common API it can enqueue inside the
+session on the namespace).  Single pushes made while another is on its way are
+admitted together, one statement per batch (:mod:`pgqueue.client.autobatch`); a
+lone push goes at once.  Besides the common API it can enqueue inside the
 application's own transaction (:meth:`push_in`) and complete a job inside the
 handler's transaction (:meth:`complete_in`): both run on the connection the
 caller passes, so they commit or roll back with the caller's work.
@@ -13,6 +15,7 @@ from collections.abc import AsyncIterator, Mapping, Sequence
 from functools import partial
 from typing import Any
 
+from pgqueue.client.autobatch import AutoBatcher
 from pgqueue.client.limits import LIMIT_OPS, answer_of
 from pgqueue.client.schedulers import SchedulerInput
 from pgqueue.client.transport import (
@@ -71,6 +74,29 @@ def pulled_head(claim: ClaimedJob) -> dict[str, Any]:
     }
 
 
+def _spec_keys(spec: JobSpec) -> set[tuple[str, str]]:
+    """A spec's custom id and unique key: two specs sharing one never share a batch."""
+    keys = set()
+    if spec.custom_id is not None:
+        keys.add(("id", spec.custom_id))
+    if spec.unique_key is not None:
+        keys.add(("key", spec.unique_key))
+    return keys
+
+
+def _spec_solo(spec: JobSpec) -> bool:
+    """A spec admitted on its own: dependencies, a parent, a dedup strategy or a
+    debounce, a repeat (their admission can fail on its own, or takes the graph or
+    scheduler path)."""
+    return bool(
+        spec.depends_on
+        or spec.parent_id is not None
+        or spec.dedup_mode != "reject"
+        or spec.debounced
+        or spec.repeat is not None
+    )
+
+
 class EmbeddedTransport:
     """Implements :class:`~pgqueue.client.transport.Transport` on the engine."""
 
@@ -79,12 +105,23 @@ class EmbeddedTransport:
     def __init__(self, dsn: str, **settings: Any) -> None:
         settings.setdefault("namespace", "default")
         self.manager = PostgresQueueManager(Config(dsn=dsn, **settings))
+        self.batcher: AutoBatcher[JobSpec] = AutoBatcher(
+            self._push_specs,
+            max_inflight=max(1, self.manager.config.pool_max_size // 2),
+            keys=_spec_keys,
+            solo=_spec_solo,
+            direct_when_idle=True,
+        )
 
     async def start(self) -> None:
         await self.manager.start()
 
     async def close(self) -> None:
+        await self.batcher.close()
         await self.manager.close()
+
+    async def _push_specs(self, queue: str, specs: list[JobSpec]) -> list[str]:
+        return await self.manager.push_specs(specs)
 
     def _spec(self, queue: str, job: JobInput, prefix: str = "") -> JobSpec:
         limit = self.manager.config.max_payload_bytes
@@ -103,7 +140,7 @@ class EmbeddedTransport:
     # -- producing ------------------------------------------------------------
 
     async def push(self, queue: str, job: JobInput) -> str:
-        return (await self.manager.push_specs([self._spec(queue, job)]))[0]
+        return await self.batcher.submit(queue, self._spec(queue, job))
 
     async def push_bulk(self, queue: str, jobs: Sequence[JobInput]) -> list[str]:
         specs = [self._spec(queue, job, f"jobs[{i}]: ") for i, job in enumerate(jobs)]

@@ -146,7 +146,7 @@ class TcpTransport:
             backoff=backoff,
             opener=opener,
         )
-        self.batcher: AutoBatcher | None = None
+        self.batcher: AutoBatcher[dict[str, Any]] | None = None
         if settings.autobatch:
             self.batcher = AutoBatcher(
                 self._push_entries,

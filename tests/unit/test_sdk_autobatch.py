@@ -189,3 +189,51 @@ async def test_jobs_with_dependencies_a_parent_or_dedup_travel_alone() -> None:
         batcher.submit("q", entry(5)),
     )
     assert sorted(send.batches) == [[1, 5], [2], [3], [4]]
+
+
+async def test_direct_when_idle_sends_a_lone_push_now_and_batches_those_meanwhile() -> None:
+    send = Recorder()
+    send.gate = asyncio.Event()
+    batcher = AutoBatcher(send, max_delay=3600, direct_when_idle=True)
+    first = asyncio.ensure_future(batcher.submit("q", entry(1)))
+    await eventually(lambda: send.batches == [[1]])
+    rest = asyncio.gather(*(batcher.submit("q", entry(i)) for i in (2, 3, 4)))
+    await eventually(lambda: len(send.batches) == 2)
+    send.gate.set()
+    assert await first == "q:1"
+    assert await rest == ["q:2", "q:3", "q:4"]
+    assert send.batches == [[1], [2, 3, 4]]
+
+
+async def test_direct_when_idle_counts_a_push_on_its_way_against_max_inflight() -> None:
+    send = Recorder()
+    send.gate = asyncio.Event()
+    batcher = AutoBatcher(send, max_delay=3600, max_inflight=1, direct_when_idle=True)
+    first = asyncio.ensure_future(batcher.submit("q", entry(1)))
+    await eventually(lambda: send.batches == [[1]])
+    second = asyncio.ensure_future(batcher.submit("q", entry(2)))
+    await settle()
+    assert send.batches == [[1]]  # the one slot is taken: entry 2 waits in its batch
+    send.gate.set()
+    assert (await first, await second) == ("q:1", "q:2")
+    assert send.batches == [[1], [2]]
+
+
+async def test_entries_of_another_kind_batch_by_the_keys_and_solo_they_are_given() -> None:
+    batches: list[list[tuple[str, int]]] = []
+
+    async def send(queue: str, entries: list[tuple[str, int]]) -> list[str]:
+        batches.append(entries)
+        return [f"{key}:{n}" for key, n in entries]
+
+    batcher: AutoBatcher[tuple[str, int]] = AutoBatcher(
+        send, keys=lambda e: {("id", e[0])}, solo=lambda e: e[1] < 0
+    )
+    ids = await asyncio.gather(
+        batcher.submit("q", ("a", 1)),
+        batcher.submit("q", ("a", 2)),
+        batcher.submit("q", ("b", -3)),
+        batcher.submit("q", ("c", 4)),
+    )
+    assert ids == ["a:1", "a:2", "b:-3", "c:4"]
+    assert sorted(batches) == [[("a", 1)], [("a", 2), ("c", 4)], [("b", -3)]]
