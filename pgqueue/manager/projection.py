@@ -217,6 +217,7 @@ class Projection(Service):
         stats.events_applied += len(events)
         stats.last_event_at = events[-1].timestamp
         jobs = self._jobs
+        max_entries, max_bytes = self.max_entries, self.max_bytes
         touched: dict[str, None] = {}  # the queues whose counts to mark stale, in order
         for event in events:
             kind = event.type
@@ -279,8 +280,10 @@ class Projection(Service):
                 jobs.move_to_end(job_id)
                 if old_size >= 0:
                     stats.bytes += summary.size() - old_size
-            if len(jobs) > self.max_entries or stats.bytes > self.max_bytes:
-                self._evict()
+            while len(jobs) > max_entries or stats.bytes > max_bytes:  # the oldest go
+                _, victim = jobs.popitem(last=False)
+                stats.bytes -= victim.size()
+                stats.evictions += 1
         stats.entries = len(jobs)
         self._mark_stale(touched)
 
@@ -293,15 +296,6 @@ class Projection(Service):
                 entry.stale = True
             else:
                 counts[queue] = _QueueCounts()
-
-    def _evict(self) -> None:
-        """Evict the least recently touched entries beyond the caps."""
-        jobs, stats = self._jobs, self.stats
-        while len(jobs) > self.max_entries or stats.bytes > self.max_bytes:
-            _, victim = jobs.popitem(last=False)
-            stats.bytes -= victim.size()
-            stats.evictions += 1
-        stats.entries = len(jobs)
 
     def _drop(self, job_id: str) -> None:
         victim = self._jobs.pop(job_id, None)
