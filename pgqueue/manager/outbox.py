@@ -30,6 +30,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections import deque
 from dataclasses import dataclass, field, fields
 from typing import Any
 
@@ -367,6 +368,70 @@ def _gap(
     return Batch([gap], position, delta, done=False, gap_to=lost_to)
 
 
+class _Fifo:
+    """A subscription's queued events: what ``asyncio.Queue`` gave it (bounded by
+    ``maxsize``, 0 = unbounded; ``get`` waits), plus runs put and taken in one call,
+    so a read's events cost its consumer no queue operation each."""
+
+    __slots__ = ("_items", "_waiters", "maxsize")
+
+    def __init__(self, maxsize: int) -> None:
+        self._items: deque[Event] = deque()
+        self._waiters: list[asyncio.Future[None]] = []
+        self.maxsize = maxsize
+
+    def qsize(self) -> int:
+        return len(self._items)
+
+    def empty(self) -> bool:
+        return not self._items
+
+    def full(self) -> bool:
+        return 0 < self.maxsize <= len(self._items)
+
+    def put_nowait(self, event: Event) -> None:
+        self._items.append(event)
+        if self._waiters:
+            self._wake()
+
+    def put_all(self, events: list[Event]) -> None:
+        """Every one of ``events``, in order (the caller checked there is room)."""
+        self._items.extend(events)
+        if self._waiters:
+            self._wake()
+
+    def _wake(self) -> None:
+        # Every waiter looks again (a cancelled one passes nothing on to lose).
+        waiters, self._waiters = self._waiters, []
+        for waiter in waiters:
+            if not waiter.done():
+                waiter.set_result(None)
+
+    async def get(self) -> Event:
+        while not self._items:
+            waiter = asyncio.get_running_loop().create_future()
+            self._waiters.append(waiter)
+            try:
+                await waiter
+            finally:
+                if waiter in self._waiters:
+                    self._waiters.remove(waiter)
+        return self._items.popleft()
+
+    def get_nowait(self) -> Event | None:
+        return self._items.popleft() if self._items else None
+
+    def take(self, limit: int) -> list[Event]:
+        """Up to ``limit`` queued events, oldest first, without waiting."""
+        items = self._items
+        if len(items) <= limit:
+            run = list(items)
+            items.clear()
+            return run
+        popleft = items.popleft
+        return [popleft() for _ in range(limit)]
+
+
 @dataclass(eq=False)
 class Subscription:
     """Events of one queue (or all) for one consumer; iterate or :meth:`get`.
@@ -388,10 +453,10 @@ class Subscription:
     tokens: bool = True
     skip: Snapshot | None = None
     prompt: bool = True
-    _queue: asyncio.Queue[Event] = field(init=False)
+    _queue: _Fifo = field(init=False)
 
     def __post_init__(self) -> None:
-        self._queue = asyncio.Queue(self.maxsize)
+        self._queue = _Fifo(self.maxsize)
 
     def matches(self, event: Event) -> bool:
         return self.queue is None or event.queue == self.queue or event.type == "gap"
@@ -438,9 +503,7 @@ class Subscription:
             for index, event in enumerate(events):
                 self.offer(event, batch, index)
             return
-        put = queue.put_nowait
-        for event in events:
-            put(event)
+        queue.put_all(events)
 
     def put_caught_up(self, event: Event, after: ResumeToken) -> bool:
         """An event read during catch-up; False when the queue is full."""
@@ -462,10 +525,11 @@ class Subscription:
             await self.reader.catch_up(self)
 
     def get_nowait(self) -> Event | None:
-        try:
-            return self._queue.get_nowait()
-        except asyncio.QueueEmpty:
-            return None
+        return self._queue.get_nowait()
+
+    def take(self, limit: int) -> list[Event]:
+        """Up to ``limit`` of the queued events, oldest first (none: an empty list)."""
+        return self._queue.take(limit)
 
     def __aiter__(self) -> Subscription:
         return self

@@ -345,8 +345,7 @@ class Projection(Service):
                 continue
             delay = FEED_RETRY_MIN_S
             events = [event]
-            while len(events) < APPLY_RUN_MAX and (more := feed.get_nowait()) is not None:
-                events.append(more)  # what the feed holds already: applied in one run
+            events += feed.take(APPLY_RUN_MAX - 1)  # what the feed holds: applied in one run
             listeners = self.listeners
             if listeners:  # each sees the summaries as of its event
                 for event in events:
