@@ -489,7 +489,7 @@ class Subscription:
     def offer_all(self, batch: Batch) -> None:
         """:meth:`offer` of every event of ``batch``, in order.  A subscription of all
         queues without tokens or a skip (the projection) with room for them all takes
-        them in one loop: what each :meth:`offer` would do, without its checks."""
+        them in one call: what each :meth:`offer` would do, without its checks."""
         if not self.live:
             return
         events = batch.events
