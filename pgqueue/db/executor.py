@@ -19,9 +19,11 @@ __all__ = ["Database", "Executor", "Listener", "Notification", "Row"]
 
 
 class Row(Protocol):
-    """One result row: columns by name."""
+    """One result row: columns by name (and ``values()`` in the statement's order)."""
 
     def __getitem__(self, key: str) -> Any: ...
+
+    def values(self) -> Iterable[Any]: ...
 
     def get(self, key: str, default: Any = None) -> Any: ...
 

@@ -27,7 +27,7 @@ import logging
 import sys
 import time
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from sys import intern
 from typing import Any
@@ -205,72 +205,97 @@ class Projection(Service):
 
     def apply(self, event: Event) -> None:
         """Apply one outbox event to the summaries and mark its queue's counts stale."""
-        self.stats.events_applied += 1
-        self.stats.last_event_at = event.timestamp
-        if event.type == "gap":  # events lost: nothing cached can be trusted
-            for entry in self._counts.values():
-                entry.stale = True
-            for job_id in list(self._jobs):
-                self._drop(job_id)
-            return
-        counts = self._counts.get(event.queue)
-        if counts is not None:
-            counts.stale = True
-        else:
-            self._counts[event.queue] = _QueueCounts()
-        if event.job_id is None:
-            if event.type in _QUEUE_RESETS:
-                for job_id in [j for j, s in self._jobs.items() if s.queue == event.queue]:
-                    self._drop(job_id)
-            return
-        if event.type == "removed":
-            self._drop(event.job_id)
-            return
-        summary = self._jobs.get(event.job_id)
-        payload = event.payload
-        if summary is not None and event.id < summary.event_id:
-            return  # an older event read late: the summary already has what followed
-        if summary is None:
-            old_size = 0
-            summary = JobSummary(
-                event.job_id, intern(event.queue), "waiting", created_at=event.timestamp
-            )
-        else:
-            old_size = summary.size()
-        if event.type == "pushed":
-            summary.state = intern(str(payload.get("state") or "waiting"))
-            name = payload.get("name")
-            summary.name = intern(name) if isinstance(name, str) else name
-            summary.created_at = event.timestamp
-        elif event.type == "failed":
-            summary.attempts = int(payload.get("attemptsMade") or summary.attempts + 1)
-            if payload.get("terminal"):
-                summary.state = "failed"
-            else:
-                summary.state = "delayed" if payload.get("delay") else "waiting"
-        elif event.type == "progress":
-            summary.progress = payload.get("progress")
-        elif event.type == "active":
-            summary.state = "active"
-            summary.attempts = max(summary.attempts, int(payload.get("attempt", 1)) - 1)
-        elif event.type in _STATE_AFTER:
-            summary.state = _STATE_AFTER[event.type]
-        summary.updated_at = event.timestamp
-        summary.event_id = event.id
-        self._store(summary, old_size)
+        self.apply_many((event,))
 
-    def _store(self, summary: JobSummary, old_size: int) -> None:
-        """Put ``summary`` (``old_size`` bytes before this event, 0 if new) last in
-        the LRU and evict the oldest beyond the caps.  An entry's size is computed
-        from what it holds, so no second map of sizes is kept."""
-        self._jobs[summary.id] = summary
-        self._jobs.move_to_end(summary.id)
-        self.stats.bytes += summary.size() - old_size
-        while len(self._jobs) > self.max_entries or self.stats.bytes > self.max_bytes:
-            _, victim = self._jobs.popitem(last=False)
-            self.stats.bytes -= victim.size()
-            self.stats.evictions += 1
-        self.stats.entries = len(self._jobs)
+    def apply_many(self, events: Sequence[Event]) -> None:
+        """Apply a run of outbox events in order (as :meth:`apply` of each, in one loop:
+        a queue's counts are marked stale once, an entry's size is counted again only
+        when what it holds changes)."""
+        if not events:
+            return
+        stats = self.stats
+        stats.events_applied += len(events)
+        stats.last_event_at = events[-1].timestamp
+        jobs = self._jobs
+        max_entries, max_bytes = self.max_entries, self.max_bytes
+        touched: dict[str, None] = {}  # the queues whose counts to mark stale, in order
+        for event in events:
+            kind = event.type
+            if kind == "gap":  # events lost: nothing cached can be trusted
+                self._mark_stale(touched)
+                touched = {}
+                for entry in self._counts.values():
+                    entry.stale = True
+                for cached in list(jobs):
+                    self._drop(cached)
+                continue
+            touched[event.queue] = None
+            job_id = event.job_id
+            if job_id is None:
+                if kind in _QUEUE_RESETS:
+                    queue = event.queue
+                    for dropped in [j for j, s in jobs.items() if s.queue == queue]:
+                        self._drop(dropped)
+                continue
+            if kind == "removed":
+                self._drop(job_id)
+                continue
+            summary = jobs.get(job_id)
+            if summary is not None and event.id < summary.event_id:
+                continue  # an older event read late: the summary already has what followed
+            payload = event.payload
+            if summary is None:
+                summary = JobSummary(
+                    job_id, intern(event.queue), "waiting", created_at=event.timestamp
+                )
+                fresh = True
+                old_size = 0
+            else:
+                fresh = False
+                old_size = summary.size() if kind == "progress" else -1
+            if kind == "pushed":
+                summary.state = intern(str(payload.get("state") or "waiting"))
+                name = payload.get("name")
+                summary.name = intern(name) if isinstance(name, str) else name
+                summary.created_at = event.timestamp
+            elif kind == "active":
+                summary.state = "active"
+                summary.attempts = max(summary.attempts, int(payload.get("attempt", 1)) - 1)
+            elif kind == "failed":
+                summary.attempts = int(payload.get("attemptsMade") or summary.attempts + 1)
+                if payload.get("terminal"):
+                    summary.state = "failed"
+                else:
+                    summary.state = "delayed" if payload.get("delay") else "waiting"
+            elif kind == "progress":
+                summary.progress = payload.get("progress")
+            elif kind in _STATE_AFTER:
+                summary.state = _STATE_AFTER[kind]
+            summary.updated_at = event.timestamp
+            summary.event_id = event.id
+            if fresh:
+                jobs[job_id] = summary  # a new key goes last
+                stats.bytes += summary.size()
+            else:
+                jobs.move_to_end(job_id)
+                if old_size >= 0:
+                    stats.bytes += summary.size() - old_size
+            while len(jobs) > max_entries or stats.bytes > max_bytes:  # the oldest go
+                _, victim = jobs.popitem(last=False)
+                stats.bytes -= victim.size()
+                stats.evictions += 1
+        stats.entries = len(jobs)
+        self._mark_stale(touched)
+
+    def _mark_stale(self, queues: dict[str, None]) -> None:
+        """An event of each of ``queues`` was applied: their counts are stale."""
+        counts = self._counts
+        for queue in queues:
+            entry = counts.get(queue)
+            if entry is not None:
+                entry.stale = True
+            else:
+                counts[queue] = _QueueCounts()
 
     def _drop(self, job_id: str) -> None:
         victim = self._jobs.pop(job_id, None)
@@ -320,13 +345,15 @@ class Projection(Service):
                 continue
             delay = FEED_RETRY_MIN_S
             events = [event]
-            while len(events) < APPLY_RUN_MAX and (more := feed.get_nowait()) is not None:
-                events.append(more)  # what the feed holds already: applied in one run
+            events += feed.take(APPLY_RUN_MAX - 1)  # what the feed holds: applied in one run
             listeners = self.listeners
-            for event in events:
-                self.apply(event)
-                for listener in listeners:
-                    listener(event)
+            if listeners:  # each sees the summaries as of its event
+                for event in events:
+                    self.apply(event)
+                    for listener in listeners:
+                        listener(event)
+            else:
+                self.apply_many(events)
             for batch_listener in self.batch_listeners:
                 batch_listener(events)
             self.applied.set()

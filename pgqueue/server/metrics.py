@@ -321,6 +321,7 @@ class BrokerMetrics:
         """Count a run of outbox events: one increment per series, not per event."""
         counts: dict[tuple[str, str], int] = {}
         expiries: dict[str, int] = {}
+        durations: dict[str, list[float]] = {}  # per queue, in order: one child lookup each
         for event in events:
             queue, kind = event.queue, event.type
             key = (queue, kind)
@@ -328,9 +329,13 @@ class BrokerMetrics:
             if kind == "completed":
                 duration = event.payload.get("duration")
                 if isinstance(duration, int | float):
-                    self._child(self.processing, queue).observe(duration / 1000)
+                    durations.setdefault(queue, []).append(duration / 1000)
             elif kind == "failed" and event.payload.get("reason") == "timeout":
                 expiries[queue] = expiries.get(queue, 0) + 1
+        for queue, seconds in durations.items():
+            observe = self._child(self.processing, queue).observe
+            for value in seconds:
+                observe(value)
         for (queue, kind), n in counts.items():
             self._child(self.events, queue, kind).inc(n)
             if kind == "pushed":

@@ -80,7 +80,15 @@ WITH now AS (
     ORDER BY xid, id
     LIMIT :limit
 )
-SELECT now.snapshot, now.pruned, now.now_ms, f.id, f.xid, f.queue, f.job_id, f.type, f.payload,
-       (extract(epoch FROM f.created_at) * 1000)::float8 AS ts
-FROM now LEFT JOIN fresh f ON true
-ORDER BY f.xid, f.id
+-- The first row is the head (`snapshot`, `pruned`, `now_ms`; no event), then one row per
+-- event with the head's columns NULL: what each event costs the reader to decode is its
+-- own columns only (Event.from_row reads them by position).
+SELECT now.snapshot, now.pruned, now.now_ms, NULL::bigint AS id, NULL::bigint AS xid,
+       NULL::text AS queue, NULL::text AS job_id, NULL::text AS type, NULL::json AS payload,
+       NULL::float8 AS ts
+FROM now
+UNION ALL
+SELECT NULL, NULL, NULL, f.id, f.xid, f.queue, f.job_id, f.type, f.payload,
+       (extract(epoch FROM f.created_at) * 1000)::float8
+FROM fresh f
+ORDER BY xid NULLS FIRST, id
