@@ -75,6 +75,29 @@ MAX_STACK_LINES = 100
 RETRY_DELAYS = (0.1, 0.2, 0.5, 1.0, 2.0, 5.0)
 
 
+class _Interruption:
+    """How :meth:`Worker._interrupt` ends the handler of a job without a timeout:
+    ``asyncio.timeout``'s own way (cancel the handler's task once, and take that
+    cancellation back when the handler ends), for a fraction of its cost."""
+
+    __slots__ = ("_cancelling", "_fired", "_task")
+
+    def __init__(self, task: asyncio.Task[Any]) -> None:
+        self._task = task
+        self._cancelling = task.cancelling()
+        self._fired = False
+
+    def fire(self) -> None:
+        if not self._fired:
+            self._fired = True
+            self._task.cancel()
+
+    def taken_back(self) -> bool:
+        """Once the handler ended: whether its task was cancelled by :meth:`fire`
+        alone (then that cancellation is taken back, as ``asyncio.timeout`` does)."""
+        return self._fired and self._task.uncancel() <= self._cancelling
+
+
 class _Limiter:
     """At most ``max`` job starts in any window of ``duration_ms`` (this worker's)."""
 
@@ -179,7 +202,8 @@ class Worker(TransportOwner):
         self._held: dict[str, Job] = {}  # job id -> its claim, until its outcome is recorded
         self._recording: set[str] = set()  # held jobs whose ACK or FAIL is on its way
         self._drained_due = False  # the pulls came back empty: "drained" once outcomes are in
-        self._scopes: dict[str, asyncio.Timeout] = {}  # job id -> its handler's interruption
+        # job id -> its handler's interruption
+        self._scopes: dict[str, asyncio.Timeout | _Interruption] = {}
         self._threads: dict[str, asyncio.Future[Any]] = {}  # interrupted plain handlers
         self._wake = asyncio.Event()
         self._stopping = asyncio.Event()
@@ -425,12 +449,13 @@ class Worker(TransportOwner):
         """Run the handler inside a scope that :meth:`_interrupt` or the job's
         ``timeout`` can end: ``("done", result)``, ``("cancelled", None)`` or
         ``("timeout", None)``; the handler's own exception propagates."""
+        if not job.timeout:
+            return await self._run_interruptible(job)
         scope = asyncio.timeout(None)
         result: Any = None
         try:
             async with scope:
-                if job.timeout:
-                    scope.reschedule(asyncio.get_running_loop().time() + job.timeout / 1000)
+                scope.reschedule(asyncio.get_running_loop().time() + job.timeout / 1000)
                 self._scopes[job.id] = scope
                 result = await self._call(job)
         except Exception:
@@ -443,6 +468,32 @@ class Worker(TransportOwner):
             return "cancelled", None
         if scope.expired():
             return "timeout", None
+        return "done", result
+
+    async def _run_interruptible(self, job: Job) -> tuple[str, Any]:
+        """:meth:`_run` of a job without a timeout: only :meth:`_interrupt` ends it,
+        the way ``asyncio.timeout`` would (cancel the task, then take back that one
+        cancellation), without that scope's cost per job (~1.9 us)."""
+        task = asyncio.current_task()
+        assert task is not None
+        interrupt = _Interruption(task)
+        result: Any = None
+        self._scopes[job.id] = interrupt
+        try:
+            try:
+                result = await self._call(job)
+            finally:
+                self._scopes.pop(job.id, None)
+                ours = interrupt.taken_back()
+        except asyncio.CancelledError:
+            if not ours:
+                raise  # cancelled from outside too (the worker closes)
+        except Exception:
+            if not job.is_cancelled():
+                raise  # the handler's own error
+        if job.is_cancelled():
+            await self._thread_done(job)
+            return "cancelled", None
         return "done", result
 
     async def _call(self, job: Job) -> Any:
@@ -480,7 +531,11 @@ class Worker(TransportOwner):
         coroutine handler, cancel its task (a thread runs on until it returns)."""
         job.mark_cancelled()
         scope = self._scopes.get(job.id)
-        if scope is not None and self._async and not scope.expired():
+        if scope is None or not self._async:
+            return
+        if isinstance(scope, _Interruption):
+            scope.fire()
+        elif not scope.expired():
             with contextlib.suppress(RuntimeError):  # the handler is just ending
                 scope.reschedule(asyncio.get_running_loop().time())
 

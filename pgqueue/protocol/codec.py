@@ -317,10 +317,17 @@ class _Decoder:
         self._max_depth = limits.max_depth
         self._heights: dict[int, tuple[object, int]] = {}
 
+    # The helpers are inlined: these run once per decoded map and array (a PULLB
+    # answer of 50 jobs makes ~500 calls), and a method call costs more than the
+    # checks themselves.
+
     def map_done(self, obj: dict[Any, Any]) -> dict[str, Any]:
-        self._count_container()
+        self._containers_left -= 1
+        if self._containers_left < 0:
+            raise _too_many_containers()
         height = 1
         absent: list[str] | None = None
+        heights = self._heights
         for key, value in obj.items():
             if type(key) is not str:  # only bin keys get this far
                 raise ProtocolError(f"{INVALID_COMMAND_FORMAT}: map keys must be strings")
@@ -328,7 +335,12 @@ class _Decoder:
             if kind in _SCALARS:
                 continue
             if kind is dict or kind is list:
-                height = self._height_with(value, height)
+                entry = heights.pop(id(value), None)
+                if entry is None:
+                    if height < 2:
+                        height = 2
+                elif entry[1] >= height:
+                    height = entry[1] + 1
             elif value is UNDEFINED:
                 if absent is None:
                     absent = []
@@ -339,19 +351,31 @@ class _Decoder:
             for key in absent:
                 del obj[key]
         if height > 1:
-            self._keep_height(obj, height)
+            if height > self._max_depth:
+                raise self._too_deep()
+            heights[id(obj)] = (obj, height)
         return obj
 
     def array_done(self, obj: list[Any]) -> list[Any]:
-        self._count_container()
+        self._containers_left -= 1
+        if self._containers_left < 0:
+            raise _too_many_containers()
+        if not obj:
+            return obj
         height = 1
         undefined = False
+        heights = self._heights
         for value in obj:
             kind = type(value)
             if kind in _SCALARS:
                 continue
             if kind is dict or kind is list:
-                height = self._height_with(value, height)
+                entry = heights.pop(id(value), None)
+                if entry is None:
+                    if height < 2:
+                        height = 2
+                elif entry[1] >= height:
+                    height = entry[1] + 1
             elif value is UNDEFINED:
                 undefined = True
             else:
@@ -359,28 +383,14 @@ class _Decoder:
         if undefined:
             obj[:] = [None if value is UNDEFINED else value for value in obj]
         if height > 1:
-            self._keep_height(obj, height)
+            if height > self._max_depth:
+                raise self._too_deep()
+            heights[id(obj)] = (obj, height)
         return obj
 
-    def _count_container(self) -> None:
-        self._containers_left -= 1
-        if self._containers_left < 0:
-            raise _too_many_containers()
-
-    def _height_with(self, child: object, height: int) -> int:
-        """The height of a container so far ``height`` that holds the map or array ``child``."""
-        entry = self._heights.pop(id(child), None)
-        if entry is None:
-            return height if height >= 2 else 2
-        return entry[1] + 1 if entry[1] >= height else height
-
-    def _keep_height(self, obj: object, height: int) -> None:
-        """Remember the height of a container that has children, for its parent."""
-        if height > self._max_depth:
-            raise ProtocolError(
-                f"{INVALID_COMMAND_FORMAT}: nested deeper than {self._max_depth} levels"
-            )
-        self._heights[id(obj)] = (obj, height)
+    def _too_deep(self) -> ProtocolError:
+        depth = self._max_depth
+        return ProtocolError(f"{INVALID_COMMAND_FORMAT}: nested deeper than {depth} levels")
 
 
 def _too_many_containers() -> ProtocolError:
