@@ -99,6 +99,18 @@ HOUR_MS = 3_600_000
 DAY_MS = 24 * HOUR_MS
 
 
+async def live_jobs(dsn: str, namespace: str, queue: str) -> int:
+    """Jobs of ``queue`` not finished yet (rows of pgqueue_jobs)."""
+    return int(
+        await sql_value(
+            dsn,
+            "SELECT count(*) FROM pgqueue_jobs WHERE namespace = $1 AND queue = $2",
+            namespace,
+            queue,
+        )
+    )
+
+
 async def count_rows(dsn: str, table: str, namespace: str) -> int:
     assert table.startswith("pgqueue_") and table.isidentifier()
     return int(

@@ -12,7 +12,8 @@ import pytest
 from pgqueue.client.embedded import EmbeddedTransport
 from pgqueue.client.transport import JobInput
 from pgqueue.errors import DependencyNotFound, ValidationError
-from tests.helpers import sql_value
+from tests.acceptance.command_support import new_queue
+from tests.helpers import live_jobs
 
 
 @pytest.fixture
@@ -25,21 +26,6 @@ async def embedded(db_dsn: str) -> AsyncIterator[EmbeddedTransport]:
         await transport.close()
 
 
-def new_queue() -> str:
-    return f"q-{uuid.uuid4().hex[:10]}"
-
-
-async def jobs_in(db_dsn: str, namespace: str, queue: str) -> int:
-    return int(
-        await sql_value(
-            db_dsn,
-            "SELECT count(*) FROM pgqueue_jobs WHERE namespace = $1 AND queue = $2",
-            namespace,
-            queue,
-        )
-    )
-
-
 async def test_concurrent_adds_are_admitted_in_few_statements_each_with_its_own_id(
     embedded: EmbeddedTransport, db_dsn: str
 ) -> None:
@@ -50,7 +36,7 @@ async def test_concurrent_adds_are_admitted_in_few_statements_each_with_its_own_
     assert embedded.batcher.jobs == 300
     assert embedded.batcher.batches <= 12  # one at once, then batches of up to 50
     namespace = embedded.manager.config.namespace
-    assert await jobs_in(db_dsn, namespace, queue) == 300
+    assert await live_jobs(db_dsn, namespace, queue) == 300
     leases = await embedded.pull(queue, 300, owner="w", lock_ttl_ms=30_000, timeout_ms=0)
     assert {lease.job["id"]: lease.job["data"] for lease in leases} == dict(
         zip(ids, data, strict=True)
@@ -74,7 +60,7 @@ async def test_concurrent_adds_of_one_custom_id_name_one_job(
     )
     assert ids[:5] == ["same"] * 5
     assert ids[5] != "same"
-    assert await jobs_in(db_dsn, embedded.manager.config.namespace, queue) == 2
+    assert await live_jobs(db_dsn, embedded.manager.config.namespace, queue) == 2
 
 
 async def test_a_refused_add_fails_alone_and_its_batch_mates_are_admitted(
@@ -90,4 +76,4 @@ async def test_a_refused_add_fails_alone_and_its_batch_mates_are_admitted(
     assert isinstance(results[3], ValidationError)
     assert isinstance(results[6], DependencyNotFound)
     assert all(isinstance(r, str) for i, r in enumerate(results) if i not in (3, 6))
-    assert await jobs_in(db_dsn, embedded.manager.config.namespace, queue) == 8
+    assert await live_jobs(db_dsn, embedded.manager.config.namespace, queue) == 8

@@ -15,7 +15,7 @@ from pgqueue.client.tcp import TcpTransport
 from pgqueue.client.transport import JobInput
 from pgqueue.errors import ConnectionLost, DependencyNotFound, ValidationError
 from tests.acceptance.conftest import BrokerFactory, BrokerProcess
-from tests.helpers import sql_value
+from tests.helpers import live_jobs
 
 
 @pytest.fixture(scope="module")
@@ -42,17 +42,6 @@ def new_queue() -> str:
     return f"q-{uuid.uuid4().hex[:10]}"
 
 
-async def jobs_in(db_dsn: str, namespace: str, queue: str) -> int:
-    return int(
-        await sql_value(
-            db_dsn,
-            "SELECT count(*) FROM pgqueue_jobs WHERE namespace = $1 AND queue = $2",
-            namespace,
-            queue,
-        )
-    )
-
-
 async def test_a_thousand_concurrent_pushes_travel_in_far_fewer_pushb_frames(
     tcp: TcpTransport, broker: tuple[BrokerProcess, str], db_dsn: str
 ) -> None:
@@ -61,7 +50,7 @@ async def test_a_thousand_concurrent_pushes_travel_in_far_fewer_pushb_frames(
     assert len(set(ids)) == 1000
     assert tcp.frames_sent["PUSH"] == 0
     assert 20 <= tcp.frames_sent["PUSHB"] <= 25
-    assert await jobs_in(db_dsn, broker[1], queue) == 1000
+    assert await live_jobs(db_dsn, broker[1], queue) == 1000
     leases = await tcp.pull(queue, 1000, owner="w", lock_ttl_ms=30_000, timeout_ms=0)
     assert sorted(lease.job["data"] for lease in leases) == list(range(1000))
     assert {lease.job["id"] for lease in leases} == set(ids)
@@ -82,7 +71,7 @@ async def test_an_invalid_job_fails_alone_and_its_batch_mates_are_admitted(
     admitted = [r for i, r in enumerate(results) if i not in (3, 6)]
     assert all(isinstance(r, str) for r in admitted) and len(set(admitted)) == 8
     assert tcp.frames_sent["PUSHB"] == 2  # the broker's refusal, then the rest again
-    assert await jobs_in(db_dsn, broker[1], queue) == 8
+    assert await live_jobs(db_dsn, broker[1], queue) == 8
 
 
 async def test_concurrent_pushes_of_one_custom_id_make_one_job(
@@ -94,7 +83,7 @@ async def test_concurrent_pushes_of_one_custom_id_make_one_job(
         *(tcp.push(queue, JobInput("n", i, {"job_id": custom})) for i in range(5))
     )
     assert ids == [custom] * 5
-    assert await jobs_in(db_dsn, broker[1], queue) == 1
+    assert await live_jobs(db_dsn, broker[1], queue) == 1
 
 
 async def test_a_lone_push_does_not_wait_for_the_batch_window(
@@ -130,7 +119,7 @@ async def test_without_autobatch_every_push_is_one_push_frame(
         assert transport.frames_sent["PUSH"] == 20
     finally:
         await transport.close()
-    assert await jobs_in(db_dsn, broker[1], queue) == 20
+    assert await live_jobs(db_dsn, broker[1], queue) == 20
 
 
 async def test_closing_the_transport_sends_the_pushes_waiting_in_a_batch_then_refuses_calls(
@@ -144,6 +133,6 @@ async def test_closing_the_transport_sends_the_pushes_waiting_in_a_batch_then_re
     assert transport.batcher is not None and transport.batcher.waiting == 3
     await transport.close()
     assert len(set(await asyncio.gather(*pushes))) == 3
-    assert await jobs_in(db_dsn, broker[1], queue) == 3
+    assert await live_jobs(db_dsn, broker[1], queue) == 3
     with pytest.raises(ConnectionLost, match="the transport is closed"):
         await transport.get_state("x")

@@ -37,7 +37,7 @@ from scripts.cluster import ClusterState
 from scripts.haproxy_config import HealthCheck
 from scripts.haproxy_stats import ServerStat, show_stat
 from tests.acceptance.clients.runner import PY_DIR, BunNotInstalledError, bun_path, js_dir
-from tests.helpers import sql
+from tests.helpers import live_jobs, sql
 
 ROOT = Path(__file__).resolve().parents[2]
 CLUSTER = [sys.executable, str(ROOT / "scripts" / "cluster.py")]
@@ -309,16 +309,6 @@ async def completion_events(dsn: str, namespace: str, queue: str) -> dict[str, i
         queue,
     )
     return {r[0]: int(r[1]) for r in rows}
-
-
-async def live_jobs(dsn: str, namespace: str, queue: str) -> int:
-    rows = await sql(
-        dsn,
-        "SELECT count(*) FROM pgqueue_jobs WHERE namespace = $1 AND queue = $2",
-        namespace,
-        queue,
-    )
-    return int(rows[0][0])
 
 
 class Pings:
