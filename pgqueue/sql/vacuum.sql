@@ -1,0 +1,17 @@
+-- name: jobs_vacuum_stats
+-- The jobs table's dead and live tuples as the statistics collector last heard of them
+-- (a backend reports its counts at most once a second), and whether this role may
+-- VACUUM it (its owner, a member of the owner's role, or a superuser).
+SELECT coalesce(pg_stat_get_dead_tuples(c.oid), 0) AS dead,
+       coalesce(pg_stat_get_live_tuples(c.oid), 0) AS live,
+       pg_has_role(c.relowner, 'USAGE') AS may_vacuum
+FROM pg_class c
+WHERE c.oid = 'pgqueue_jobs'::regclass
+
+-- name: jobs_vacuum
+-- Vacuum the jobs table: the space of its dead versions goes back to the free-space
+-- map (the next claims and pushes reuse it instead of extending the table), and the
+-- empty pages at its end go back to the file system.  SKIP_LOCKED: when another
+-- VACUUM (autovacuum) or a schema change holds the table, skip rather than wait.
+-- Outside any transaction (VACUUM cannot run in one).
+VACUUM (SKIP_LOCKED) pgqueue_jobs
