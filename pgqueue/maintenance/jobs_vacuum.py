@@ -8,15 +8,21 @@ and a drained queue leaves its whole heap behind until autovacuum comes by, whic
 visits a database at most once per ``autovacuum_naptime`` (a minute by default).
 
 Every ``vacuum_interval_ms`` the leader reads the table's dead and live tuple counts
-from the statistics (one cheap statement) and runs ``VACUUM (SKIP_LOCKED)
-pgqueue_jobs`` when the dead ones are at least ``vacuum_min_dead`` and at least
-``vacuum_dead_percent`` % of the live ones.  VACUUM takes no lock a push, claim or
-ack waits for (its end-of-table truncation gives way to any waiter) and runs outside
-any transaction on one pooled connection; SKIP_LOCKED skips the pass when autovacuum
-or a schema change holds the table.  Rate limit: after a VACUUM that took *d*, the
-next one waits at least ``9 * d`` (at most a tenth of the time vacuuming).  A role
-that may not vacuum the table (not its owner) never tries.  ``vacuum_jobs = False``
-turns it off (autovacuum alone then).
+from the statistics (one cheap statement) and runs ``VACUUM (SKIP_LOCKED)`` on
+``pgqueue_jobs`` when the dead ones are at least ``vacuum_min_dead`` and at least
+``vacuum_dead_percent`` % of the live ones.  VACUUM takes no lock a push, claim or ack
+waits for, and runs outside any transaction on one pooled connection; SKIP_LOCKED skips
+the pass when autovacuum or a schema change holds the table.  Only when the table
+holds more dead tuples than live ones (a queue drained) may the VACUUM also return the
+empty pages at its end to the file system: that truncation takes an ACCESS EXCLUSIVE
+lock (only when nobody holds the table, given up as soon as anyone waits) and an xid
+(which holds back the snapshots' xmin, the outbox readers' horizon, while it lasts), so
+a busy table keeps its pages.  Rate limit: after a VACUUM that took *d*, the
+next one waits at least ``9 * d`` (at most a tenth of the time vacuuming), and so does
+the next after one that failed (a VACUUM of a huge table that ``statement_timeout``
+cut short is not retried every interval; autovacuum, which has no timeout, remains).
+A role that may not vacuum the table (not its owner) never tries.  ``vacuum_jobs =
+False`` turns it off (autovacuum alone then).
 """
 
 from __future__ import annotations
@@ -44,6 +50,7 @@ class VacuumReport:
     dead: int = 0
     live: int = 0
     vacuumed: bool = False
+    truncating: bool = False
     seconds: float = 0.0
 
 
@@ -66,7 +73,9 @@ async def vacuum_jobs_once(
         report.dead, report.live, config.vacuum_min_dead, config.vacuum_dead_percent
     ):
         started = clock()
-        await ctx.db.execute(Q.jobs_vacuum)
+        drained = report.live < report.dead
+        await ctx.db.execute(Q.jobs_vacuum if drained else Q.jobs_vacuum_keep_pages)
+        report.truncating = drained
         report.vacuumed = True
         report.seconds = clock() - started
     return report
@@ -95,7 +104,14 @@ class JobsVacuum(Periodic[VacuumReport]):
     async def pass_once(self) -> VacuumReport:
         if not self._ctx.config.vacuum_jobs or self._clock() < self._not_before:
             return VacuumReport()
-        report = await vacuum_jobs_once(self._ctx, clock=self._clock)
+        started = self._clock()
+        try:
+            report = await vacuum_jobs_once(self._ctx, clock=self._clock)
+        except BaseException:
+            # A VACUUM cut short (statement_timeout on a huge table, a cancel) is
+            # rate-limited by the time it took too: no retry every interval.
+            self._not_before = self._clock() + DUTY_WAIT * (self._clock() - started)
+            raise
         if report.vacuumed:
             self.vacuums += 1
             self._not_before = self._clock() + DUTY_WAIT * report.seconds

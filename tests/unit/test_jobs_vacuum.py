@@ -11,6 +11,7 @@ import pytest
 
 from pgqueue.config import Config
 from pgqueue.db.queries import Q, Query
+from pgqueue.errors import PgQueueError
 from pgqueue.maintenance.jobs_vacuum import (
     DUTY_WAIT,
     JobsVacuum,
@@ -37,6 +38,10 @@ def test_a_vacuum_is_due_at_the_minimum_and_the_share_of_live_tuples(
     assert vacuum_due(dead, live, min_dead=2_000, dead_percent=20) is due
 
 
+class QueryCanceled(PgQueueError):
+    pass
+
+
 @dataclass
 class FakeDb:
     """Answers the stats query; a VACUUM advances the clock by ``vacuum_s``."""
@@ -44,6 +49,7 @@ class FakeDb:
     dead: int = 5_000
     live: int = 0
     may_vacuum: bool = True
+    fails: bool = False
     vacuum_s: float = 0.5
     now: list[float] = field(default_factory=lambda: [100.0])
     ran: list[str] = field(default_factory=list)
@@ -53,9 +59,11 @@ class FakeDb:
         return {"dead": self.dead, "live": self.live, "may_vacuum": self.may_vacuum}
 
     async def execute(self, query: Query, /, *args: Any, **params: Any) -> None:
-        assert query is Q.jobs_vacuum
+        assert query in (Q.jobs_vacuum, Q.jobs_vacuum_keep_pages)
         self.ran.append(query.name)
         self.now[0] += self.vacuum_s
+        if self.fails:
+            raise QueryCanceled("canceling statement due to statement timeout")
 
     def clock(self) -> float:
         return self.now[0]
@@ -82,6 +90,14 @@ async def test_no_vacuum_below_the_threshold_and_one_above() -> None:
     assert db.ran == ["jobs_vacuum"]
 
 
+async def test_only_a_table_with_more_dead_than_live_tuples_is_truncated() -> None:
+    db = FakeDb(dead=5_000, live=5_000)
+    assert not (await vacuum_jobs_once(_ctx(db), clock=db.clock)).truncating
+    db.live = 4_999
+    assert (await vacuum_jobs_once(_ctx(db), clock=db.clock)).truncating
+    assert db.ran == ["jobs_vacuum_keep_pages", "jobs_vacuum"]
+
+
 def _service(db: FakeDb, **settings: Any) -> JobsVacuum:
     elector = cast(LeaderElector, SimpleNamespace(is_leader=asyncio.Event()))
     return JobsVacuum(_ctx(db, **settings), elector, clock=db.clock)
@@ -104,3 +120,17 @@ async def test_vacuum_jobs_off_never_vacuums() -> None:
     service = _service(db, vacuum_jobs=False)
     assert not (await service.pass_once()).vacuumed
     assert db.ran == [] and service.vacuums == 0
+
+
+async def test_a_vacuum_that_failed_is_rate_limited_by_the_time_it_took() -> None:
+    db = FakeDb(vacuum_s=30.0, fails=True)
+    service = _service(db)
+    with pytest.raises(QueryCanceled):
+        await service.pass_once()
+    failed_at = db.now[0]
+    db.fails = False
+    db.now[0] = failed_at + DUTY_WAIT * 30.0 - 1
+    assert not (await service.pass_once()).vacuumed, "no retry every interval"
+    db.now[0] = failed_at + DUTY_WAIT * 30.0
+    assert (await service.pass_once()).vacuumed
+    assert len(db.ran) == 2
