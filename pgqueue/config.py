@@ -58,9 +58,10 @@ class Config:
     them by default; see docs/webhooks.md).  ``cron_interval_ms`` is how often
     every broker looks for due scheduler ticks; ``cron_catch_up_max`` bounds the
     missed ticks a scheduler with ``skipMissedOnRestart: false`` catches up.
-    ``vacuum_jobs`` lets the leader VACUUM the jobs table every ``vacuum_interval_ms``
-    when it holds at least ``vacuum_min_dead`` dead tuples and at least
-    ``vacuum_dead_percent`` % of its live ones (see :mod:`pgqueue.maintenance.jobs_vacuum`).
+    ``vacuum_jobs`` lets the leader VACUUM the jobs table (looking every
+    ``vacuum_interval_ms``) once it has drained: at least ``vacuum_min_dead`` dead
+    tuples, and ``vacuum_dead_ratio`` times more dead than live ones (see
+    :mod:`pgqueue.maintenance.jobs_vacuum`).
     """
 
     dsn: str
@@ -93,7 +94,7 @@ class Config:
     vacuum_jobs: bool = True
     vacuum_interval_ms: int = 1_000
     vacuum_min_dead: int = 2_000
-    vacuum_dead_percent: int = 20
+    vacuum_dead_ratio: int = 10
     run_maintenance: bool = True
     webhook_allow_private: bool = False
     unsafe_durability: bool = False
@@ -141,7 +142,7 @@ class Config:
         at_least("cron_catch_up_max", self.cron_catch_up_max, 1)
         at_least("vacuum_interval_ms", self.vacuum_interval_ms, 10)
         at_least("vacuum_min_dead", self.vacuum_min_dead, 1)
-        at_least("vacuum_dead_percent", self.vacuum_dead_percent, 0)
+        at_least("vacuum_dead_ratio", self.vacuum_dead_ratio, 1)
         at_least("statement_cache_size", self.statement_cache_size, 0)
         return self
 

@@ -1,28 +1,27 @@
-"""Vacuum of the jobs table on the leader while it turns over.
+"""Vacuum of the jobs table on the leader once it has drained.
 
 Every job leaves two dead versions in ``pgqueue_jobs``: its pending row once claimed
 (the claim is never a HOT update) and its active row once finished (moved to
-``pgqueue_finished``).  The claims' reads prune the pages they visit, but only a
-VACUUM tells the free-space map, so without one every new version extends the table
-and a drained queue leaves its whole heap behind until autovacuum comes by, which
-visits a database at most once per ``autovacuum_naptime`` (a minute by default).
+``pgqueue_finished``).  The claims' reads prune the pages they visit, but only a VACUUM
+returns the space, and a drained queue leaves its whole heap behind until autovacuum
+comes by, which visits a database at most once per ``autovacuum_naptime`` (a minute by
+default; the table's own autovacuum settings take over for a table that stays busy).
 
 Every ``vacuum_interval_ms`` the leader reads the table's dead and live tuple counts
-from the statistics (one cheap statement) and runs ``VACUUM (SKIP_LOCKED)`` on
-``pgqueue_jobs`` when the dead ones are at least ``vacuum_min_dead`` and at least
-``vacuum_dead_percent`` % of the live ones.  VACUUM takes no lock a push, claim or ack
-waits for, and runs outside any transaction on one pooled connection; SKIP_LOCKED skips
-the pass when autovacuum or a schema change holds the table.  Only when the table
-holds more dead tuples than live ones (a queue drained) may the VACUUM also return the
-empty pages at its end to the file system: that truncation takes an ACCESS EXCLUSIVE
-lock (only when nobody holds the table, given up as soon as anyone waits) and an xid
-(which holds back the snapshots' xmin, the outbox readers' horizon, while it lasts), so
-a busy table keeps its pages.  Rate limit: after a VACUUM that took *d*, the
-next one waits at least ``9 * d`` (at most a tenth of the time vacuuming), and so does
-the next after one that failed (a VACUUM of a huge table that ``statement_timeout``
-cut short is not retried every interval; autovacuum, which has no timeout, remains).
-A role that may not vacuum the table (not its owner) never tries.  ``vacuum_jobs =
-False`` turns it off (autovacuum alone then).
+from the statistics (one cheap statement) and runs ``VACUUM (SKIP_LOCKED)
+pgqueue_jobs`` once the table has drained: at least ``vacuum_min_dead`` dead tuples and
+``vacuum_dead_ratio`` times more dead than live ones.  The VACUUM cleans the indexes and
+returns the empty pages at the table's end to the file system.  It runs outside any
+transaction on one pooled connection and takes no lock a push, claim or ack waits for,
+but its truncation takes an ACCESS EXCLUSIVE lock (only when nobody holds the table,
+given up as soon as anyone waits) and an xid (which holds back the snapshots' xmin, the
+outbox readers' horizon, while it lasts): hence only for a drained table, never a busy
+one.  SKIP_LOCKED skips the pass when autovacuum or a schema change holds the table.
+Rate limit: after a VACUUM that took *d*, the next one waits at least ``9 * d`` (at most
+a tenth of the time vacuuming), and so does the next after one that failed (a VACUUM
+that ``statement_timeout`` cut short is not retried every interval; autovacuum, which
+has no timeout, remains).  A role that may not vacuum the table (not its owner) never
+tries.  ``vacuum_jobs = False`` turns it off (autovacuum alone then).
 """
 
 from __future__ import annotations
@@ -50,13 +49,12 @@ class VacuumReport:
     dead: int = 0
     live: int = 0
     vacuumed: bool = False
-    truncating: bool = False
     seconds: float = 0.0
 
 
-def vacuum_due(dead: int, live: int, min_dead: int, dead_percent: int) -> bool:
-    """Whether ``dead`` tuples beside ``live`` ones call for a VACUUM."""
-    return dead >= min_dead and dead * 100 >= dead_percent * live
+def vacuum_due(dead: int, live: int, min_dead: int, dead_ratio: int) -> bool:
+    """Whether a table with ``dead`` and ``live`` tuples has drained enough for a VACUUM."""
+    return dead >= min_dead and dead >= dead_ratio * live
 
 
 async def vacuum_jobs_once(
@@ -70,12 +68,10 @@ async def vacuum_jobs_once(
     if not row["may_vacuum"]:
         return report
     if force or vacuum_due(
-        report.dead, report.live, config.vacuum_min_dead, config.vacuum_dead_percent
+        report.dead, report.live, config.vacuum_min_dead, config.vacuum_dead_ratio
     ):
         started = clock()
-        drained = report.live < report.dead
-        await ctx.db.execute(Q.jobs_vacuum if drained else Q.jobs_vacuum_keep_pages)
-        report.truncating = drained
+        await ctx.db.execute(Q.jobs_vacuum)
         report.vacuumed = True
         report.seconds = clock() - started
     return report

@@ -31,7 +31,7 @@ async def test_the_leader_vacuums_the_jobs_table_once_it_holds_enough_dead_tuple
 ) -> None:
     before = await _vacuum_count(db_dsn)
     async with start_manager(
-        db_dsn, namespace, vacuum_min_dead=1, vacuum_dead_percent=0, **FAST
+        db_dsn, namespace, vacuum_min_dead=1, vacuum_dead_ratio=1, **FAST
     ) as m:
         assert m.jobs_vacuum is not None
 
@@ -62,7 +62,7 @@ async def test_no_vacuum_while_the_dead_tuples_stay_below_the_threshold(
 
 
 async def test_only_the_leader_vacuums(db_dsn: str, namespace: str) -> None:
-    settings = {**FAST, "vacuum_min_dead": 1, "vacuum_dead_percent": 0}
+    settings = {**FAST, "vacuum_min_dead": 1, "vacuum_dead_ratio": 1}
     async with (
         start_manager(db_dsn, namespace, broker_id="v1", **settings) as a,
         start_manager(db_dsn, namespace, broker_id="v2", **settings) as b,

@@ -27,15 +27,13 @@ from pgqueue.manager.context import EngineContext
     [
         (1_999, 0, False),  # below the minimum, however few live
         (2_000, 0, True),  # a drained table
-        (2_000, 10_000, True),  # exactly 20 %
-        (2_000, 10_001, False),  # under 20 % of a backlog
-        (300_000, 1_000_000, True),
+        (5_000, 500, True),  # ten times more dead than live
+        (5_000, 501, False),  # still busy
+        (300_000, 1_000_000, False),  # a backlog: autovacuum's
     ],
 )
-def test_a_vacuum_is_due_at_the_minimum_and_the_share_of_live_tuples(
-    dead: int, live: int, due: bool
-) -> None:
-    assert vacuum_due(dead, live, min_dead=2_000, dead_percent=20) is due
+def test_a_vacuum_is_due_once_the_table_has_drained(dead: int, live: int, due: bool) -> None:
+    assert vacuum_due(dead, live, min_dead=2_000, dead_ratio=10) is due
 
 
 class QueryCanceled(PgQueueError):
@@ -59,7 +57,7 @@ class FakeDb:
         return {"dead": self.dead, "live": self.live, "may_vacuum": self.may_vacuum}
 
     async def execute(self, query: Query, /, *args: Any, **params: Any) -> None:
-        assert query in (Q.jobs_vacuum, Q.jobs_vacuum_keep_pages)
+        assert query is Q.jobs_vacuum
         self.ran.append(query.name)
         self.now[0] += self.vacuum_s
         if self.fails:
@@ -88,14 +86,6 @@ async def test_no_vacuum_below_the_threshold_and_one_above() -> None:
     report = await vacuum_jobs_once(_ctx(db), clock=db.clock)
     assert report.vacuumed and report.seconds == pytest.approx(0.5)
     assert db.ran == ["jobs_vacuum"]
-
-
-async def test_only_a_table_with_more_dead_than_live_tuples_is_truncated() -> None:
-    db = FakeDb(dead=5_000, live=5_000)
-    assert not (await vacuum_jobs_once(_ctx(db), clock=db.clock)).truncating
-    db.live = 4_999
-    assert (await vacuum_jobs_once(_ctx(db), clock=db.clock)).truncating
-    assert db.ran == ["jobs_vacuum_keep_pages", "jobs_vacuum"]
 
 
 def _service(db: FakeDb, **settings: Any) -> JobsVacuum:
