@@ -15,4 +15,4 @@ WHERE c.oid = 'pgqueue_jobs'::regclass
 -- gives it up as soon as anyone waits).  SKIP_LOCKED: when another VACUUM
 -- (autovacuum) or a schema change holds the table, skip rather than wait.  Outside
 -- any transaction (VACUUM cannot run in one).
-VACUUM (SKIP_LOCKED) pgqueue_jobs
+VACUUM (SKIP_LOCKED, PARALLEL 0) pgqueue_jobs
