@@ -58,6 +58,10 @@ class Config:
     them by default; see docs/webhooks.md).  ``cron_interval_ms`` is how often
     every broker looks for due scheduler ticks; ``cron_catch_up_max`` bounds the
     missed ticks a scheduler with ``skipMissedOnRestart: false`` catches up.
+    ``vacuum_jobs`` lets the leader VACUUM the jobs table (looking every
+    ``vacuum_interval_ms``) once it has drained: at least ``vacuum_min_dead`` dead
+    tuples, and ``vacuum_dead_ratio`` times more dead than live ones (see
+    :mod:`pgqueue.maintenance.jobs_vacuum`).
     """
 
     dsn: str
@@ -87,6 +91,10 @@ class Config:
     worker_stale_ms: int = 90_000
     cron_interval_ms: int = 200
     cron_catch_up_max: int = 1_000
+    vacuum_jobs: bool = True
+    vacuum_interval_ms: int = 1_000
+    vacuum_min_dead: int = 2_000
+    vacuum_dead_ratio: int = 10
     run_maintenance: bool = True
     webhook_allow_private: bool = False
     unsafe_durability: bool = False
@@ -132,6 +140,9 @@ class Config:
         at_least("worker_stale_ms", self.worker_stale_ms, 1_000)
         at_least("cron_interval_ms", self.cron_interval_ms, 10)
         at_least("cron_catch_up_max", self.cron_catch_up_max, 1)
+        at_least("vacuum_interval_ms", self.vacuum_interval_ms, 10)
+        at_least("vacuum_min_dead", self.vacuum_min_dead, 1)
+        at_least("vacuum_dead_ratio", self.vacuum_dead_ratio, 1)
         at_least("statement_cache_size", self.statement_cache_size, 0)
         return self
 

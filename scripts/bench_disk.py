@@ -10,8 +10,11 @@ prints for every table of the schema its heap (main fork, plus free-space and vi
 maps), TOAST and each index, in bytes and bytes per job, and the database's growth.  No
 retention pass runs (the harness's adapters run without maintenance; with the default ages,
 a pass that soon after would prune nothing, and a DELETE frees no bytes before a VACUUM).
+``--maintenance`` runs the manager's maintenance beside the drain, as the harness's
+embedded adapter does (its ``Worker`` runs it by default): the leader's VACUUM of
+``pgqueue_jobs`` (:mod:`pgqueue.maintenance.jobs_vacuum`) then runs when it is due.
 
-    .venv/bin/python scripts/bench_disk.py --jobs 20000
+    .venv/bin/python scripts/bench_disk.py --jobs 20000 [--maintenance]
 """
 
 from __future__ import annotations
@@ -50,7 +53,7 @@ WHERE n.nspname = 'public'
 """
 
 
-def manager(dsn: str) -> PostgresQueueManager:
+def manager(dsn: str, maintenance: bool) -> PostgresQueueManager:
     return PostgresQueueManager(
         Config(
             dsn=dsn,
@@ -58,7 +61,7 @@ def manager(dsn: str) -> PostgresQueueManager:
             broker_id="disk",
             pool_min_size=1,
             pool_max_size=2,
-            run_maintenance=False,
+            run_maintenance=maintenance,
         )
     )
 
@@ -73,8 +76,8 @@ def sizes(dsn: str) -> tuple[int, dict[tuple[str, str], int]]:
     return int(total[0]), {(t, part): int(b) for t, part, b in rows}
 
 
-async def w2(dsn: str, jobs: int, chunk: int, batch: int) -> None:
-    m = manager(dsn)
+async def w2(dsn: str, jobs: int, chunk: int, batch: int, maintenance: bool) -> None:
+    m = manager(dsn, maintenance)
     await m.start()
     try:
         payloads = [{"name": "noop", "data": {"i": i, "t": time.time()}} for i in range(jobs)]
@@ -119,6 +122,9 @@ def main() -> None:
     parser.add_argument("--jobs", type=int, default=20_000)
     parser.add_argument("--chunk", type=int, default=1_000)
     parser.add_argument("--batch", type=int, default=100)
+    parser.add_argument(
+        "--maintenance", action="store_true", help="run maintenance (the jobs vacuum) beside"
+    )
     parser.add_argument("--prefix", default="pgq_disk", help="scratch database name prefix")
     parser.add_argument(
         "--sql", action="append", default=[], help="run after the migrations (to try a variant)"
@@ -130,7 +136,7 @@ def main() -> None:
             for statement in args.sql:
                 conn.execute(statement)
         empty = sizes(dsn)
-        asyncio.run(w2(dsn, args.jobs, args.chunk, args.batch))
+        asyncio.run(w2(dsn, args.jobs, args.chunk, args.batch, args.maintenance))
         drained = sizes(dsn)
         title = f"After W2 ({args.jobs:,} jobs pushed in bulk, drained)"
         print(table(title, empty, drained, args.jobs))

@@ -15,6 +15,7 @@ from typing import Generic, TypeVar, overload
 
 from pgqueue.maintenance.cron_ticker import CronTicker, TickReport, tick_once
 from pgqueue.maintenance.dlq_upkeep import DlqUpkeep, DlqUpkeepReport, dlq_upkeep_once
+from pgqueue.maintenance.jobs_vacuum import JobsVacuum
 from pgqueue.maintenance.leader import LeaderElector
 from pgqueue.maintenance.reaper import Reaper, ReapReport, reap_once
 from pgqueue.maintenance.retention import (
@@ -66,6 +67,7 @@ class MaintenanceOps(ManagerBase):
     cron_ticker: _Service[CronTicker] = _Service(lambda upkeep: upkeep.cron)
     dlq_upkeep: _Service[DlqUpkeep] = _Service(lambda upkeep: upkeep.dlq_upkeep)
     retention: _Service[Retention] = _Service(lambda upkeep: upkeep.retention)
+    jobs_vacuum: _Service[JobsVacuum] = _Service(lambda upkeep: upkeep.jobs_vacuum)
     webhook_delivery: _Service[WebhookDelivery] = _Service(lambda upkeep: upkeep.webhook_delivery)
 
     async def reap(self, *, now: datetime | None = None) -> ReapReport:

@@ -4,7 +4,7 @@ The reaper runs on every broker (G6 is "lease + reaper interval"; only its
 purge of stale session rows waits for the leadership), and so does the cron
 ticker (G8: a tick's admission is unique in the database, so no leader is
 needed and a dead one stops no schedule); DLQ upkeep,
-retention and webhook delivery run on the leader.  Built by the composition
+retention, the jobs table's vacuum and webhook delivery run on the leader.  Built by the composition
 root (:mod:`pgqueue.runtime`) for an engine that runs maintenance; the engine
 sees it as a :class:`~pgqueue.manager.parts.Maintenance`.
 """
@@ -16,6 +16,7 @@ import logging
 from pgqueue.errors import PgQueueError
 from pgqueue.maintenance.cron_ticker import CronTicker
 from pgqueue.maintenance.dlq_upkeep import DlqUpkeep
+from pgqueue.maintenance.jobs_vacuum import JobsVacuum
 from pgqueue.maintenance.leader import LeaderElector
 from pgqueue.maintenance.reaper import Reaper
 from pgqueue.maintenance.retention import Retention
@@ -29,8 +30,8 @@ log = logging.getLogger("pgqueue")
 
 
 class MaintenanceServices:
-    """The elector, the reaper, the cron ticker, DLQ upkeep, retention and webhook
-    delivery of one engine."""
+    """The elector, the reaper, the cron ticker, DLQ upkeep, retention, the jobs
+    vacuum and webhook delivery of one engine."""
 
     def __init__(self, ctx: EngineContext) -> None:
         self.elector = LeaderElector(ctx.db, ctx.config, ctx.session)
@@ -38,6 +39,7 @@ class MaintenanceServices:
         self.cron = CronTicker(ctx, self.elector)
         self.dlq_upkeep = DlqUpkeep(ctx, self.elector)
         self.retention = Retention(ctx, self.elector)
+        self.jobs_vacuum = JobsVacuum(ctx, self.elector)
         self.webhook_delivery = WebhookDelivery(ctx, self.elector)
 
     def services(self) -> list[Service]:
@@ -47,6 +49,7 @@ class MaintenanceServices:
             self.cron,
             self.dlq_upkeep,
             self.retention,
+            self.jobs_vacuum,
             self.webhook_delivery,
         ]
 
