@@ -54,11 +54,14 @@ or job wait, no prompt event subscription, no webhook leader with webhooks:
 :meth:`Notifier.want`).  A notifier's hello and its answers say whether it is
 deaf (``d``); it says ``hear`` as soon as something of its process needs hints
 and ``deaf`` once nothing has for :data:`DEAF_AFTER_S` (claims come and go
-between a worker's polls).  Every other notifier answers a ``hear`` with
-``heard``, sent after it has noted the hearer: a push whose hint it skipped
-before that committed before the answer, and the hearer's claims claim again
-when an answer (or a ``here`` to its hello) arrives, so such a push waits for
-no poll.  An unknown listener (another version, a bare LISTEN) hears.
+between a worker's polls).  Every other notifier answers a ``hear`` (or a
+``here`` that says a listener hears, unknown till then) with ``heard``, sent
+after it has noted the hearer: a push whose hint it skipped before that
+committed before the answer, and the hearer's claims claim again when an answer
+(or a ``here`` to its hello) arrives, so such a push waits for no poll; a new
+listener that hears is answered ``here`` alike.  So a notifier needs no time
+after its hello to learn who hears.  A listener of another version (no ``d``)
+hears; an unknown note wakes its claims, as the answer does here.
 """
 
 from __future__ import annotations
@@ -188,7 +191,6 @@ class Notifier(Service):
         self._presence_tasks: set[asyncio.Task[None]] = set()
         self._presence_out: deque[str] = deque()  # sent in order, one at a time
         self._presence_task: asyncio.Task[None] | None = None
-        self._settled = False  # ALONE_AFTER_S have passed since _hello_at
         # Whether something of this process needs other processes' hints (said as
         # hear / deaf), and why: the sources of want(), how many waiters there are,
         # when the last one left; the other listeners that said they hear.
@@ -198,6 +200,7 @@ class Notifier(Service):
         self._waiters_left_at = float("-inf")
         self._deaf_timer: asyncio.TimerHandle | None = None
         self.hearing_peers: set[str] = set()
+        self.answers = 0  # answers to its hear or hello that made its claims claim again
         self._writing = 0  # autocommit writes of this process in flight (begin_write)
         self._written_at = float("-inf")  # when the last of them ended (monotonic)
 
@@ -363,16 +366,10 @@ class Notifier(Service):
 
     def unheard(self) -> bool:
         """Whether no other listener of the namespace needs a hint: this notifier
-        listens, said hello at least :data:`ALONE_AFTER_S` ago, and every other
-        listener it heard of since says it is deaf (or none spoke: :meth:`alone`)."""
-        if self.hearing_peers:
-            return False
-        if not self._settled:  # latched until the next hello
-            hello = self._hello_at
-            if hello is None:
-                return False
-            self._settled = asyncio.get_running_loop().time() - hello >= ALONE_AFTER_S
-        return self._settled
+        listens and every other listener it heard of says it is deaf.  One it has
+        not heard of yet (its answer to the hello on its way) claims again once it
+        is heard of: it gets an answer then (:meth:`_presence`)."""
+        return not self.hearing_peers and self._hello_at is not None
 
     # -- hearing: whether this process needs other processes' hints ---------------
 
@@ -523,16 +520,19 @@ class Notifier(Service):
         if word in ("here", "heard") and note.get("to") == self.instance and self.hearing:
             # The answer went out after its sender noted this one's hearing: what it
             # pushed before without a hint is committed; the claims claim again.
+            self.answers += 1
             self._resync()
         if word == "heard":
             return
         if word == "deaf" or (word != "hear" and note.get("d")):
             self.hearing_peers.discard(sender)
+            new = False
         else:
+            new = sender not in self.hearing_peers
             self.hearing_peers.add(sender)
         if word == "hello":
             self._announce("here", to=sender)
-        elif word == "hear":
+        elif word == "hear" or new:  # what went out unhinted before this is committed
             self._announce("heard", to=sender)
 
     def _announce(self, word: str, *, to: str | None = None) -> None:
@@ -579,7 +579,7 @@ class Notifier(Service):
                     self.connected.set()
                     self.started.set()
                     self._hello_at = asyncio.get_running_loop().time()
-                    self._alone = self._settled = False
+                    self._alone = False
                     self._announce("hello")
                     self._resync()
                     delay = 0.1

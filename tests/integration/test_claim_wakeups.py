@@ -49,8 +49,16 @@ async def pair(db_dsn: str, namespace: str) -> AsyncIterator[list[PostgresQueueM
     ):
         await a.ctx.notifier.connected.wait()
         await b.ctx.notifier.connected.wait()
+        mine, theirs = a.ctx.notifier, b.ctx.notifier
+        for notifier in (mine, theirs):  # both hear throughout: no presence note mid-test
+            notifier.want("test", True)
         await eventually(
-            lambda: a.ctx.notifier.peers_heard and b.ctx.notifier.peers_heard,
+            lambda: (
+                theirs.instance in mine.hearing_peers
+                and mine.instance in theirs.hearing_peers
+                and mine.answers > 0
+                and theirs.answers > 0
+            ),
             message="the managers hear each other",
         )
         yield [a, b]
@@ -273,8 +281,9 @@ async def test_a_push_made_before_its_peer_knew_a_claim_waits_still_wakes_that_c
     goes without a hint, and the claim still takes the job at once: a's answer,
     sent after it noted b, wakes it (not the 60 s poll).  Then a hints again."""
     a, b = pair
-    monkeypatch.setattr(notifier_module, "ALONE_AFTER_S", 0.0)
     mine, theirs = a.ctx.notifier, b.ctx.notifier
+    for notifier in (mine, theirs):
+        notifier.want("test", False)
     await eventually(lambda: mine.unheard() and theirs.unheard(), message="both deaf")
     sent = mine.hints_sent
     await a.push("unheard", "n", 0)

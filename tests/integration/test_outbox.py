@@ -395,6 +395,8 @@ async def test_a_hint_asks_for_a_read_only_when_a_prompt_subscription_listens(
         cache = await a.subscribe_events(None, tokens=False, exact=False, prompt=False)
         reader = a.outbox
         assert reader is not None
+        a.notifier.want("test", True)  # b hints (nothing of a needs them otherwise)
+        await eventually(lambda: a.notifier.instance in b.notifier.hearing_peers)
         await eventually(lambda: not reader.read_due, message="the first read done")
         heard = a.notifier.notifications
         first = await b.push("lazy", "n", 1)

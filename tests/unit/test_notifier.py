@@ -358,8 +358,9 @@ async def test_a_notifier_says_hear_when_a_claim_waits_and_deaf_once_none_has_fo
 
 async def test_a_hint_goes_out_only_while_another_listener_hears(hinting: Notifier) -> None:
     """Every other listener deaf: the hint is kept in-process (hooks, own claims);
-    a listener that says hello without ``d`` (another version, a bare LISTEN) or
-    ``hear`` gets hints again until it says ``deaf``; a ``hear`` is answered."""
+    a listener that says hello or here without ``d`` (another version, a bare
+    LISTEN) or ``hear`` gets hints again until it says ``deaf``; a ``hear``, and a
+    ``here`` from a hearer not known yet, is answered ``heard``."""
     notifier = _settled(hinting)
     db = cast(_Hints, notifier._db)
     notifier.dispatch(hint(hello="worker", d=1))
@@ -378,22 +379,37 @@ async def test_a_hint_goes_out_only_while_another_listener_hears(hinting: Notifi
     await notifier.flush_hints()
     assert (notifier.hints_sent, notifier.hints_kept) == (2, 2)
     assert notifier.hearing_peers == {"old"}
+    # Heard of only now: what went out unhinted before is committed, it may claim again.
+    assert _notes(db)[-1] == {"ns": "app", "heard": notifier.instance, "to": "old"}
+
+
+async def test_a_notifier_skips_hints_from_its_hello_on_until_a_listener_says_it_hears(
+    hinting: Notifier,
+) -> None:
+    """No time to wait after the hello: a listener that hears answers it (``here``,
+    no ``d``) and is answered ``heard`` in turn (its claims claim again)."""
+    notifier = hinting
+    notifier._hello_at = asyncio.get_running_loop().time()
+    assert notifier.unheard()
+    notifier.dispatch(hint(here="worker", to=notifier.instance))
+    assert not notifier.unheard()
 
 
 async def test_an_answer_to_its_hear_or_hello_makes_its_claims_claim_again(
-    notifier: Notifier,
+    hinting: Notifier,
 ) -> None:
     """A push its peer made without a hint before it knew this one hears committed
     before the peer's answer: the claims waiting here wake on the answer (and only
     on an answer to this notifier)."""
-    with notifier.claim_waiter("q") as claim:
+    with hinting.claim_waiter("q") as claim:
         claim.idle = True
-        notifier.dispatch(hint(heard="peer", to="someone else"))
-        notifier.dispatch(hint(here="peer", to="someone else"))
+        hinting.dispatch(hint(heard="peer", to="someone else"))
+        hinting.dispatch(hint(here="peer", to="someone else"))
         assert not claim.work.done()
-        notifier.dispatch(hint(heard="peer", to=notifier.instance))
+        hinting.dispatch(hint(heard="peer", to=hinting.instance))
         assert claim.work.done()
-    with notifier.claim_waiter("q") as claim:
-        notifier.dispatch(hint(here="peer", to=notifier.instance, d=1))
+    with hinting.claim_waiter("q") as claim:
+        hinting.dispatch(hint(here="peer", to=hinting.instance, d=1))
         assert claim.work.done()
-    assert notifier.notifications == 0, "presence notes are no hints"
+    assert hinting.notifications == 0, "presence notes are no hints"
+    await hinting.flush_hints()
