@@ -392,11 +392,14 @@ async def test_a_hint_asks_for_a_read_only_when_a_prompt_subscription_listens(
         start_manager(db_dsn, namespace, broker_id="a", poll_interval_ms=10_000) as a,
         start_manager(db_dsn, namespace, broker_id="b", poll_interval_ms=10_000) as b,
     ):
+        a.notifier.want("test", True)  # b hints (nothing of a needs them otherwise)
+        await eventually(
+            lambda: a.notifier.instance in b.notifier.hearing_peers and a.notifier.answers > 0,
+            message="b knows a hears, and a heard b's answer",
+        )
         cache = await a.subscribe_events(None, tokens=False, exact=False, prompt=False)
         reader = a.outbox
         assert reader is not None
-        a.notifier.want("test", True)  # b hints (nothing of a needs them otherwise)
-        await eventually(lambda: a.notifier.instance in b.notifier.hearing_peers)
         await eventually(lambda: not reader.read_due, message="the first read done")
         heard = a.notifier.notifications
         first = await b.push("lazy", "n", 1)
