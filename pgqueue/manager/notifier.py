@@ -461,6 +461,9 @@ class Notifier(Service):
 
     async def stop(self) -> None:
         await super().stop()
+        if self._deaf_timer is not None:  # no deaf said by a stopped notifier
+            self._deaf_timer.cancel()
+            self._deaf_timer = None
         for task in list(self._presence_tasks):  # an answer given while stopping
             task.cancel()
         if self._presence_tasks:
