@@ -424,6 +424,8 @@ class WebhookDelivery(Service):
                     await self._record_finished()
                     if self._elector.is_leader.is_set():
                         await self._lead_once(sender)
+                    else:
+                        self._ctx.notifier.want("webhooks", False)
                 except PgQueueError as exc:
                     log.warning("webhook delivery pass failed: %s", exc)
                 with contextlib.suppress(TimeoutError):
@@ -443,6 +445,8 @@ class WebhookDelivery(Service):
             await self._ctx.db.fetchval(Q.webhook_enabled_any, namespace=self._ctx.namespace)
         )
         self._active = active
+        # Only a leader with webhooks delivers: it needs the other brokers' hints.
+        self._ctx.notifier.want("webhooks", active)
         if active or now >= self._next_idle_move:
             await fan_out_once(self._ctx, self.settings, self.report)
             self._next_idle_move = now + IDLE_CURSOR_MOVE_S

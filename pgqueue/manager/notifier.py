@@ -47,6 +47,21 @@ hands its hints to its own waiters and hooks in-process and saves the statement
 hello from a newcomer ends that at once (and is answered), so the newcomer misses
 at most the hints of the moment its hello takes to arrive, which its resync after
 connecting and the polling cover.
+
+Nor does a hint go out when every other listener of the namespace said it is
+*deaf*: nothing of its process needs another process's hints (no waiting claim
+or job wait, no prompt event subscription, no webhook leader with webhooks:
+:meth:`Notifier.want`).  A notifier's hello and its answers say whether it is
+deaf (``d``); it says ``hear`` as soon as something of its process needs hints
+and ``deaf`` once nothing has for :data:`DEAF_AFTER_S` (claims come and go
+between a worker's polls).  Every other notifier answers a ``hear`` (or a
+``here`` that says a listener hears, unknown till then) with ``heard``, sent
+after it has noted the hearer: a push whose hint it skipped before that
+committed before the answer, and the hearer's claims claim again when an answer
+(or a ``here`` to its hello) arrives, so such a push waits for no poll; a new
+listener that hears is answered ``here`` alike.  So a notifier needs no time
+after its hello to learn who hears.  A listener of another version (no ``d``)
+hears; an unknown note wakes its claims, as the answer does here.
 """
 
 from __future__ import annotations
@@ -86,6 +101,11 @@ ALONE_AFTER_S = 2.0
 
 INLINE_AFTER_S = 0.010
 """How long this process wrote nothing before a lone write may carry its NOTIFY."""
+
+DEAF_AFTER_S = 5.0
+"""How long after its last waiter left a notifier that wants nothing else says ``deaf``."""
+
+PRESENCE_WORDS = ("hello", "here", "hear", "deaf", "heard")
 
 
 def hint_payload(
@@ -169,6 +189,18 @@ class Notifier(Service):
         self._alone = False  # alone() found so since _hello_at
         self.hints_kept = 0
         self._presence_tasks: set[asyncio.Task[None]] = set()
+        self._presence_out: deque[str] = deque()  # sent in order, one at a time
+        self._presence_task: asyncio.Task[None] | None = None
+        # Whether something of this process needs other processes' hints (said as
+        # hear / deaf), and why: the sources of want(), how many waiters there are,
+        # when the last one left; the other listeners that said they hear.
+        self.hearing = False
+        self._wants: set[str] = set()
+        self._waiter_count = 0
+        self._waiters_left_at = float("-inf")
+        self._deaf_timer: asyncio.TimerHandle | None = None
+        self.hearing_peers: set[str] = set()
+        self.answers = 0  # answers to its hear or hello that made its claims claim again
         self._writing = 0  # autocommit writes of this process in flight (begin_write)
         self._written_at = float("-inf")  # when the last of them ended (monotonic)
 
@@ -200,6 +232,9 @@ class Notifier(Service):
     def _registered(self, queue: str, wakeup: Wakeup) -> Iterator[Wakeup]:
         waiters = self._waiters.setdefault(queue, set())
         waiters.add(wakeup)
+        self._waiter_count += 1
+        if not self.hearing:
+            self._interest_changed()
         try:
             yield wakeup
         except BaseException:
@@ -214,6 +249,10 @@ class Notifier(Service):
             waiters.discard(wakeup)
             if not waiters:
                 self._waiters.pop(queue, None)
+            self._waiter_count -= 1
+            if not self._waiter_count:
+                self._waiters_left_at = time.monotonic()
+                self._interest_changed()
             for future in (wakeup.work, wakeup.event):
                 if not future.done():
                     future.cancel()
@@ -278,7 +317,7 @@ class Notifier(Service):
         low, high = self._hint_range or (first, last)
         self._hint_range = (min(low, first), max(high, last))
         if self._hint_task is None or self._hint_task.done():
-            if self.alone():
+            if self.unheard():
                 self._keep_hints()
                 return
             self._hint_task = asyncio.get_running_loop().create_task(self._send_hints())
@@ -299,7 +338,7 @@ class Notifier(Service):
         return (
             self._writing == 1
             and time.monotonic() - self._written_at >= INLINE_AFTER_S
-            and not self.alone()
+            and not self.unheard()
         )
 
     def end_write(self) -> None:
@@ -324,6 +363,57 @@ class Notifier(Service):
         if not self._alone:  # once alone, until the next hello or a peer's word
             self._alone = asyncio.get_running_loop().time() - hello >= ALONE_AFTER_S
         return self._alone
+
+    def unheard(self) -> bool:
+        """Whether no other listener of the namespace needs a hint: this notifier
+        listens and every other listener it heard of says it is deaf.  One it has
+        not heard of yet (its answer to the hello on its way) claims again once it
+        is heard of: it gets an answer then (:meth:`_presence`)."""
+        return not self.hearing_peers and self._hello_at is not None
+
+    # -- hearing: whether this process needs other processes' hints ---------------
+
+    def want(self, source: str, wanted: bool) -> None:
+        """Whether ``source`` (an outbox reader's prompt subscriptions, a webhook
+        leader with webhooks) needs the hints of other processes' writes; waiting
+        claims and job waits count by themselves."""
+        if wanted == (source in self._wants):
+            return
+        if wanted:
+            self._wants.add(source)
+        else:
+            self._wants.discard(source)
+        self._interest_changed()
+
+    def _interest_changed(self) -> None:
+        """Say ``hear`` at once when something needs hints, ``deaf`` once nothing
+        has for :data:`DEAF_AFTER_S` since the last waiter left."""
+        if self._wants or self._waiter_count:
+            if not self.hearing:
+                self.hearing = True
+                self._say_state()
+            return
+        if not self.hearing:
+            return
+        left = self._waiters_left_at + DEAF_AFTER_S - time.monotonic()
+        if left > 0:
+            if self._deaf_timer is None:
+                self._deaf_timer = asyncio.get_running_loop().call_later(left, self._deaf_due)
+            return
+        if self._deaf_timer is not None:
+            self._deaf_timer.cancel()
+            self._deaf_timer = None
+        self.hearing = False
+        self._say_state()
+
+    def _deaf_due(self) -> None:
+        self._deaf_timer = None
+        self._interest_changed()
+
+    def _say_state(self) -> None:
+        """Tell the other listeners (a notifier not listening says it in its hello)."""
+        if self._hello_at is not None:
+            self._announce("hear" if self.hearing else "deaf")
 
     def _keep_hints(self) -> None:
         """Deliver the merged hints in this process only (what the NOTIFY would have
@@ -371,6 +461,9 @@ class Notifier(Service):
 
     async def stop(self) -> None:
         await super().stop()
+        if self._deaf_timer is not None:  # no deaf said by a stopped notifier
+            self._deaf_timer.cancel()
+            self._deaf_timer = None
         for task in list(self._presence_tasks):  # an answer given while stopping
             task.cancel()
         if self._presence_tasks:
@@ -396,7 +489,7 @@ class Notifier(Service):
             return
         if not isinstance(hint, dict) or hint.get("ns") != self._config.namespace:
             return
-        if "hello" in hint or "here" in hint:
+        if "a" not in hint and any(word in hint for word in PRESENCE_WORDS):
             self._presence(hint)
             return
         self.notifications += 1
@@ -420,25 +513,54 @@ class Notifier(Service):
                 hook(first, last)
 
     def _presence(self, note: dict[str, Any]) -> None:
-        """Another listener of the namespace said hello (answer it) or here."""
-        sender = note.get("hello", note.get("here"))
+        """Another listener of the namespace said hello (answer it: here), here,
+        hear (answer it: heard) or deaf; or answered this one's hello or hear."""
+        word = next(w for w in PRESENCE_WORDS if w in note)
+        sender = note[word]
         if sender == self.instance or not isinstance(sender, str):
             return
         self.peers_heard = True
-        if "hello" in note:
-            self._announce("here")
+        if word in ("here", "heard") and note.get("to") == self.instance and self.hearing:
+            # The answer went out after its sender noted this one's hearing: what it
+            # pushed before without a hint is committed; the claims claim again.
+            self.answers += 1
+            self._resync()
+        if word == "heard":
+            return
+        if word == "deaf" or (word != "hear" and note.get("d")):
+            self.hearing_peers.discard(sender)
+            new = False
+        else:
+            new = sender not in self.hearing_peers
+            self.hearing_peers.add(sender)
+        if word == "hello":
+            self._announce("here", to=sender)
+        elif word == "hear" or new:  # what went out unhinted before this is committed
+            self._announce("heard", to=sender)
 
-    def _announce(self, word: str) -> None:
-        payload = json.dumps({"ns": self._config.namespace, word: self.instance})
-        task = asyncio.get_running_loop().create_task(self._send_presence(payload))
-        self._presence_tasks.add(task)
-        task.add_done_callback(self._presence_tasks.discard)
+    def _announce(self, word: str, *, to: str | None = None) -> None:
+        """Send a presence note; in order, one statement at a time."""
+        note: dict[str, Any] = {"ns": self._config.namespace, word: self.instance}
+        if to is not None:
+            note["to"] = to
+        if word in ("hello", "here") and not self.hearing:
+            note["d"] = 1
+        self._presence_out.append(json.dumps(note))
+        if self._presence_task is None or self._presence_task.done():
+            task = asyncio.get_running_loop().create_task(self._send_presence())
+            self._presence_task = task
+            self._presence_tasks.add(task)
+            task.add_done_callback(self._presence_tasks.discard)
 
-    async def _send_presence(self, payload: str) -> None:
-        try:
-            await self._db.fetchval(Q.event_hint, payload=payload)
-        except PgQueueError as exc:  # the other side keeps sending hints: nothing lost
-            log.debug("presence not sent (%s)", exc)
+    async def _send_presence(self) -> None:
+        while self._presence_out:
+            payload = self._presence_out.popleft()
+            try:
+                await self._db.fetchval(Q.event_hint, payload=payload)
+            except PgQueueError as exc:
+                # An answer or a deaf lost: the other side keeps sending hints.  A
+                # hear lost: the claims here poll until the next hello says it.
+                log.debug("presence not sent (%s)", exc)
 
     def _resync(self) -> None:
         self.wake(None)

@@ -595,6 +595,7 @@ class OutboxReader(Service):
         self._subs.add(sub)
         if prompt:
             self._prompt += 1
+            self._notifier.want("outbox", True)
         return sub
 
     def unsubscribe(self, sub: Subscription) -> None:
@@ -602,6 +603,7 @@ class OutboxReader(Service):
             self._subs.discard(sub)
             if sub.prompt:
                 self._prompt -= 1
+                self._notifier.want("outbox", self._prompt > 0)
 
     @property
     def read_due(self) -> bool:

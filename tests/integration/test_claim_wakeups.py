@@ -9,6 +9,7 @@ wake-up that were dropped would leave the claim waiting past the test's bound.
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
@@ -26,6 +27,14 @@ POLL_MS = 60_000
 BOUND_S = 20  # generous: the poll interval (60 s) is what a lost wake-up costs
 
 
+def _presence_note(params: dict[str, Any]) -> bool:
+    """Whether a statement's parameters are those of a notifier's presence note."""
+    payload = params.get("payload")
+    return isinstance(payload, str) and any(
+        word in json.loads(payload) for word in notifier_module.PRESENCE_WORDS
+    )
+
+
 def _idle_claims(manager: PostgresQueueManager, queue: str) -> int:
     """Long polls of ``queue`` whose claim is over and that wait for a hint."""
     return sum(w.idle for w in manager.ctx.notifier._waiters.get(queue, ()))
@@ -40,8 +49,16 @@ async def pair(db_dsn: str, namespace: str) -> AsyncIterator[list[PostgresQueueM
     ):
         await a.ctx.notifier.connected.wait()
         await b.ctx.notifier.connected.wait()
+        mine, theirs = a.ctx.notifier, b.ctx.notifier
+        for notifier in (mine, theirs):  # both hear throughout: no presence note mid-test
+            notifier.want("test", True)
         await eventually(
-            lambda: a.ctx.notifier.peers_heard and b.ctx.notifier.peers_heard,
+            lambda: (
+                theirs.instance in mine.hearing_peers
+                and mine.instance in theirs.hearing_peers
+                and mine.answers > 0
+                and theirs.answers > 0
+            ),
             message="the managers hear each other",
         )
         yield [a, b]
@@ -194,7 +211,8 @@ async def test_a_lone_push_carries_its_hint_in_its_transaction_and_others_after_
         original = getattr(a.ctx.db, method)
 
         async def counting(query: Query, /, *args: Any, _o: Any = original, **kw: Any) -> Any:
-            sent.append(query)
+            if not _presence_note(kw):  # (the managers saying they hear and answering)
+                sent.append(query)
             return await _o(query, *args, **kw)
 
         monkeypatch.setattr(a.ctx.db, method, counting)
@@ -253,3 +271,37 @@ async def test_a_lone_push_refused_for_a_full_notification_queue_is_pushed_witho
     job_id = await a.push("full", "n", 1)
     [claimed] = await asyncio.wait_for(waiting, BOUND_S)
     assert claimed.id == job_id and len(refused) == 1
+
+
+async def test_a_push_made_before_its_peer_knew_a_claim_waits_still_wakes_that_claim(
+    pair: list[PostgresQueueManager], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Nothing waits anywhere: a push sends no hint at all.  A claim that starts
+    waiting on b makes b say it hears; a push that a makes before it has read that
+    goes without a hint, and the claim still takes the job at once: a's answer,
+    sent after it noted b, wakes it (not the 60 s poll).  Then a hints again."""
+    a, b = pair
+    mine, theirs = a.ctx.notifier, b.ctx.notifier
+    for notifier in (mine, theirs):
+        notifier.want("test", False)
+    await eventually(lambda: mine.unheard() and theirs.unheard(), message="both deaf")
+    sent = mine.hints_sent
+    await a.push("unheard", "n", 0)
+    assert mine.hints_sent == sent
+    held: list[dict[str, Any]] = []
+    presence = mine._presence
+    monkeypatch.setattr(
+        mine, "_presence", lambda note: held.append(note) if "hear" in note else presence(note)
+    )
+    waiting = asyncio.create_task(b.pull_batch("late", 1, timeout_ms=POLL_MS - 1))
+    await eventually(lambda: _idle_claims(b, "late") == 1 and bool(held), message="b hears")
+    job_id = await a.push("late", "n", 1)
+    assert mine.hints_sent == sent, "a did not know yet"
+    for note in held:
+        presence(note)
+    [claimed] = await asyncio.wait_for(waiting, BOUND_S)
+    assert claimed.id == job_id
+    assert theirs.instance in mine.hearing_peers
+    await a.push("late", "n", 2)
+    await mine.flush_hints()
+    assert mine.hints_sent == sent + 1

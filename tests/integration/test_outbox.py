@@ -314,7 +314,7 @@ async def test_push_and_ack_hint_their_events_after_the_commit(
 
     def on_note(*args: object) -> None:
         note = json.loads(str(args[3]))
-        if "hello" not in note and "here" not in note:
+        if not any(word in note for word in notifier_module.PRESENCE_WORDS):
             hints.put_nowait(note)
 
     listener = await asyncpg.connect(db_dsn)
@@ -371,6 +371,9 @@ async def test_a_lone_manager_keeps_its_hints_in_process_until_another_listener_
             assert not notifier.alone() and not b.notifier.alone()
             waiting = asyncio.create_task(b.pull_batch("duo", 1, timeout_ms=8_000))
             await eventually(lambda: b.notifier.waiter_count("duo") == 1, message="b waits")
+            await eventually(
+                lambda: b.notifier.instance in notifier.hearing_peers, message="a knows b hears"
+            )
             started = asyncio.get_running_loop().time()
             other = await a.push("duo", "n", 2)
             [claimed] = await waiting
@@ -389,6 +392,11 @@ async def test_a_hint_asks_for_a_read_only_when_a_prompt_subscription_listens(
         start_manager(db_dsn, namespace, broker_id="a", poll_interval_ms=10_000) as a,
         start_manager(db_dsn, namespace, broker_id="b", poll_interval_ms=10_000) as b,
     ):
+        a.notifier.want("test", True)  # b hints (nothing of a needs them otherwise)
+        await eventually(
+            lambda: a.notifier.instance in b.notifier.hearing_peers and a.notifier.answers > 0,
+            message="b knows a hears, and a heard b's answer",
+        )
         cache = await a.subscribe_events(None, tokens=False, exact=False, prompt=False)
         reader = a.outbox
         assert reader is not None

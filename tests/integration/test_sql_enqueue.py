@@ -22,6 +22,7 @@ import pytest
 from pgqueue import jsontext
 from pgqueue.errors import DuplicateJob, ValidationError
 from pgqueue.manager.models import AckItem
+from pgqueue.manager.notifier import PRESENCE_WORDS
 from pgqueue.manager.options import build_job_spec
 from pgqueue.runtime import PostgresQueueManager
 from tests.conftest import start_manager
@@ -229,12 +230,12 @@ class Hints:
     def on(self, _c: object, _pid: int, _channel: str, payload: str) -> None:
         if payload.startswith("{"):
             note = json.loads(payload)
-            if "here" in note:
-                return
             if "hello" in note:
                 task = asyncio.get_running_loop().create_task(self.here(note["ns"]))
                 self.replies.add(task)
                 task.add_done_callback(self.replies.discard)
+                return
+            if any(word in note for word in PRESENCE_WORDS):
                 return
         self.seen.put_nowait(payload)
 

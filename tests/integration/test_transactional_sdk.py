@@ -22,6 +22,7 @@ from pgqueue import sync
 from pgqueue.client import FlowProducer, Job, Queue, open_transport
 from pgqueue.client.transport import Transport
 from pgqueue.errors import ConfigError, LeaseLost
+from pgqueue.manager.notifier import PRESENCE_WORDS
 from pgqueue.testing.waiting import eventually
 from tests.helpers import sql, sql_value, with_query
 from tests.integration.app_transactions import (
@@ -66,8 +67,8 @@ class Hints:
             self.received.put_nowait(payload)
             return
         note = json.loads(payload)
-        # A notifier's hello / here (listener presence) is no hint.
-        if note.get("ns") == self.namespace and "hello" not in note and "here" not in note:
+        # A notifier's hello, here, hear... (listener presence) is no hint.
+        if note.get("ns") == self.namespace and not any(w in note for w in PRESENCE_WORDS):
             self.received.put_nowait(payload)
 
     async def start(self, dsn: str) -> None:

@@ -312,3 +312,104 @@ async def test_its_own_notify_from_a_write_wakes_nobody_again_but_reaches_the_ho
         notifier.dispatch(hint(a=6, b=6, q=["q"], n=1, s="someone else"))
         assert woken.done()
     assert ranges == [(5, 5), (6, 6)]
+
+
+# -- hearing: hints go out only while another listener needs them ------------------------
+
+
+def _settled(notifier: Notifier) -> Notifier:
+    """As if its LISTEN had started (hello sent) long ago."""
+    notifier._hello_at = asyncio.get_running_loop().time() - 60
+    return notifier
+
+
+def _notes(db: _Hints) -> list[dict[str, Any]]:
+    return [json.loads(p) for p in db.payloads if "a" not in json.loads(p)]
+
+
+async def test_a_notifier_says_hear_when_a_claim_waits_and_deaf_once_none_has_for_a_while(
+    hinting: Notifier, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A claim or job wait registering makes the notifier say ``hear`` at once; the
+    last one leaving makes it say ``deaf`` only after DEAF_AFTER_S without any (a
+    worker's next poll comes soon), and a ``want`` source keeps it hearing."""
+    notifier = _settled(hinting)
+    db = cast(_Hints, notifier._db)
+    me = notifier.instance
+    assert not notifier.hearing
+    with notifier.claim_waiter("q"), notifier.waiter("q"):
+        assert notifier.hearing
+    await notifier.flush_hints()
+    assert _notes(db) == [{"ns": "app", "hear": me}]
+    assert notifier.hearing, "still hearing: the last waiter left just now"
+    monkeypatch.setattr(notifier_module, "DEAF_AFTER_S", 0.0)
+    notifier.want("outbox", True)
+    with notifier.waiter("q"):
+        pass
+    assert notifier.hearing, "a prompt subscription still listens"
+    notifier.want("outbox", False)
+    await notifier.flush_hints()
+    assert not notifier.hearing
+    assert _notes(db) == [{"ns": "app", "hear": me}, {"ns": "app", "deaf": me}]
+    notifier.dispatch(hint(hello="newcomer"))
+    await notifier.flush_hints()
+    assert _notes(db)[-1] == {"ns": "app", "here": me, "to": "newcomer", "d": 1}
+
+
+async def test_a_hint_goes_out_only_while_another_listener_hears(hinting: Notifier) -> None:
+    """Every other listener deaf: the hint is kept in-process (hooks, own claims);
+    a listener that says hello or here without ``d`` (another version, a bare
+    LISTEN) or ``hear`` gets hints again until it says ``deaf``; a ``hear``, and a
+    ``here`` from a hearer not known yet, is answered ``heard``."""
+    notifier = _settled(hinting)
+    db = cast(_Hints, notifier._db)
+    notifier.dispatch(hint(hello="worker", d=1))
+    notifier.hint(["q"], 1, 1, jobs=1)
+    await notifier.flush_hints()
+    assert (notifier.hints_sent, notifier.hints_kept) == (0, 1)
+    notifier.dispatch(hint(hear="worker"))
+    notifier.hint(["q"], 2, 2, jobs=1)
+    await notifier.flush_hints()
+    assert (notifier.hints_sent, notifier.hints_kept) == (1, 1)
+    assert {"ns": "app", "heard": notifier.instance, "to": "worker"} in _notes(db)
+    notifier.dispatch(hint(deaf="worker"))
+    notifier.hint(["q"], 3, 3, jobs=1)
+    notifier.dispatch(hint(here="old", to="someone"))  # no d: it hears
+    notifier.hint(["q"], 4, 4, jobs=1)
+    await notifier.flush_hints()
+    assert (notifier.hints_sent, notifier.hints_kept) == (2, 2)
+    assert notifier.hearing_peers == {"old"}
+    # Heard of only now: what went out unhinted before is committed, it may claim again.
+    assert _notes(db)[-1] == {"ns": "app", "heard": notifier.instance, "to": "old"}
+
+
+async def test_a_notifier_skips_hints_from_its_hello_on_until_a_listener_says_it_hears(
+    hinting: Notifier,
+) -> None:
+    """No time to wait after the hello: a listener that hears answers it (``here``,
+    no ``d``) and is answered ``heard`` in turn (its claims claim again)."""
+    notifier = hinting
+    notifier._hello_at = asyncio.get_running_loop().time()
+    assert notifier.unheard()
+    notifier.dispatch(hint(here="worker", to=notifier.instance))
+    assert not notifier.unheard()
+
+
+async def test_an_answer_to_its_hear_or_hello_makes_its_claims_claim_again(
+    hinting: Notifier,
+) -> None:
+    """A push its peer made without a hint before it knew this one hears committed
+    before the peer's answer: the claims waiting here wake on the answer (and only
+    on an answer to this notifier)."""
+    with hinting.claim_waiter("q") as claim:
+        claim.idle = True
+        hinting.dispatch(hint(heard="peer", to="someone else"))
+        hinting.dispatch(hint(here="peer", to="someone else"))
+        assert not claim.work.done()
+        hinting.dispatch(hint(heard="peer", to=hinting.instance))
+        assert claim.work.done()
+    with hinting.claim_waiter("q") as claim:
+        hinting.dispatch(hint(here="peer", to=hinting.instance, d=1))
+        assert claim.work.done()
+    assert hinting.notifications == 0, "presence notes are no hints"
+    await hinting.flush_hints()
