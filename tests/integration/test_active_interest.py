@@ -232,3 +232,31 @@ async def test_a_registration_waits_out_the_claims_that_read_the_interest_before
     finally:
         await claimer.close()
         await watcher_conn.close()
+
+
+async def test_the_planned_claim_of_a_limited_queue_writes_them_only_when_wanted(
+    db_dsn: str, namespace: str, manager: PostgresQueueManager
+) -> None:
+    await manager.set_concurrency("limited", 5)
+    unseen = await manager.push("limited", "n", 1)
+    [claim] = await manager.pull_batch("limited", 1)  # pgqueue_claim_planned
+    assert claim.id == unseen
+    assert await stored_types(db_dsn, namespace, unseen) == ["pushed"]
+    await manager.want_active_events("limited")
+    seen = await manager.push("limited", "n", 2)
+    [claim] = await manager.pull_batch("limited", 1)
+    assert claim.id == seen
+    assert await stored_types(db_dsn, namespace, seen) == ["pushed", "active"]
+
+
+async def test_a_subscriber_that_reads_no_claims_holds_no_interest(
+    db_dsn: str, namespace: str, manager: PostgresQueueManager
+) -> None:
+    sub = await manager.subscribe_events("quiet", active=False)
+    assert await interest(db_dsn, namespace) == []
+    job_id = await manager.push("quiet", "n", 1)
+    await manager.pull_batch("quiet", 1)
+    [event] = await take(sub, 1)
+    assert (event.type, event.job_id) == ("pushed", job_id)
+    assert await stored_types(db_dsn, namespace, job_id) == ["pushed"]
+    sub.close()
