@@ -86,6 +86,10 @@ CREATE TABLE public.pgqueue_brokers (
     status jsonb
 );
 
+CREATE TABLE public.pgqueue_claim_guard (
+    never integer
+);
+
 CREATE TABLE public.pgqueue_dependencies (
     namespace text COLLATE "C" NOT NULL,
     job_id text COLLATE "C" NOT NULL,
@@ -676,14 +680,16 @@ BEGIN
         SELECT p_namespace, (c.row).queue, (c.row).id, 'active',
                jsonb_build_object('attempt', (c.row).attempts + 1, 'broker', p_broker)
         FROM claimed c
-        -- Only when someone wants them (its table locks come before the
-        -- statement's snapshot: see this migration's note).
-        WHERE EXISTS (SELECT 1 FROM pgqueue_event_interest i
-                      WHERE i.namespace = p_namespace AND i.queue IN (p_queue, ''))
-           OR EXISTS (SELECT 1 FROM pgqueue_webhooks w
-                      WHERE w.namespace = p_namespace AND w.enabled
-                        AND 'job.started' = ANY (w.events)
-                        AND (w.queue IS NULL OR w.queue = p_queue))
+        -- Only when someone wants them; the empty guard read FOR KEY SHARE holds
+        -- its ROW SHARE lock from before the statement's snapshot (see this
+        -- migration's note).
+        WHERE (EXISTS (SELECT 1 FROM pgqueue_event_interest i
+                       WHERE i.namespace = p_namespace AND i.queue IN (p_queue, ''))
+               OR EXISTS (SELECT 1 FROM pgqueue_webhooks w
+                          WHERE w.namespace = p_namespace AND w.enabled
+                            AND 'job.started' = ANY (w.events)
+                            AND (w.queue IS NULL OR w.queue = p_queue)))
+          AND NOT EXISTS (SELECT 1 FROM pgqueue_claim_guard FOR KEY SHARE)
     )
     SELECT true, NULL::bigint, c.row FROM claimed c ORDER BY c.ord;
     IF NOT FOUND THEN

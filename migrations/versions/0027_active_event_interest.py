@@ -11,14 +11,18 @@ broker) whose broker has a subscriber of that queue's events (queue ``''``: of e
 queue), removed with the broker's session (``ON DELETE CASCADE``); and an enabled
 webhook subscribed to ``job.started`` wants them for its queue (or every queue).
 The plain claim (``job_claim_batch``) and ``pgqueue_claim_planned`` write the
-events only when either exists (two EXISTS probes per claim statement, not per job).
+events only when either exists (two EXISTS probes and the guard per claim statement,
+not per job).
 
 A registration is sound because PostgreSQL takes a statement's table locks before
-its snapshot: the registering broker commits its row, then takes the table's ACCESS
-EXCLUSIVE lock once (``interest_wait``), which waits out every claim that read the
-table before (with a snapshot that may predate the row); every claim after it reads
-with a snapshot that sees the row.  A webhook is registered the same way on
-``pgqueue_webhooks``.
+its snapshot: every claim statement also reads the always-empty
+``pgqueue_claim_guard`` FOR KEY SHARE, so it holds that table's ROW SHARE lock from
+before its snapshot to its end.  The registering broker commits its row, then takes
+the guard's EXCLUSIVE lock once (``interest_wait``), which waits out every claim that
+read the interest before (with a snapshot that may predate the row); every claim
+after it reads with a snapshot that sees the row.  EXCLUSIVE does not conflict with
+ACCESS SHARE: a ``pg_dump`` or any other reader never holds a registration up.  A
+webhook of ``job.started`` is registered the same way.
 
 Older brokers (0022 on) run unchanged: their claims write the events always.
 """
@@ -43,6 +47,11 @@ CREATE TABLE pgqueue_event_interest (
     FOREIGN KEY (namespace, broker_id) REFERENCES pgqueue_brokers (namespace, broker_id)
         ON DELETE CASCADE
 );
+
+-- Always empty: every claim statement reads it FOR KEY SHARE, so it holds the
+-- table's ROW SHARE lock from before its snapshot to its end; a registration's
+-- EXCLUSIVE lock on it waits out exactly those (not a pg_dump's ACCESS SHARE).
+CREATE TABLE pgqueue_claim_guard (never integer);
 
 
 CREATE OR REPLACE FUNCTION pgqueue_claim_planned(
@@ -317,14 +326,16 @@ BEGIN
         SELECT p_namespace, (c.row).queue, (c.row).id, 'active',
                jsonb_build_object('attempt', (c.row).attempts + 1, 'broker', p_broker)
         FROM claimed c
-        -- Only when someone wants them (its table locks come before the
-        -- statement's snapshot: see this migration's note).
-        WHERE EXISTS (SELECT 1 FROM pgqueue_event_interest i
-                      WHERE i.namespace = p_namespace AND i.queue IN (p_queue, ''))
-           OR EXISTS (SELECT 1 FROM pgqueue_webhooks w
-                      WHERE w.namespace = p_namespace AND w.enabled
-                        AND 'job.started' = ANY (w.events)
-                        AND (w.queue IS NULL OR w.queue = p_queue))
+        -- Only when someone wants them; the empty guard read FOR KEY SHARE holds
+        -- its ROW SHARE lock from before the statement's snapshot (see this
+        -- migration's note).
+        WHERE (EXISTS (SELECT 1 FROM pgqueue_event_interest i
+                       WHERE i.namespace = p_namespace AND i.queue IN (p_queue, ''))
+               OR EXISTS (SELECT 1 FROM pgqueue_webhooks w
+                          WHERE w.namespace = p_namespace AND w.enabled
+                            AND 'job.started' = ANY (w.events)
+                            AND (w.queue IS NULL OR w.queue = p_queue)))
+          AND NOT EXISTS (SELECT 1 FROM pgqueue_claim_guard FOR KEY SHARE)
     )
     SELECT true, NULL::bigint, c.row FROM claimed c ORDER BY c.ord;
     IF NOT FOUND THEN
@@ -615,6 +626,7 @@ BEGIN
 END
 $fn$;
 
+DROP TABLE pgqueue_claim_guard;
 DROP TABLE pgqueue_event_interest;
 """
 

@@ -13,11 +13,14 @@ them exists (migration 0027).
 A registration must not lose the event of a claim that commits after the
 subscriber was told it is subscribed.  A claim may read the interest with a
 snapshot taken before the row committed; but PostgreSQL takes a statement's
-table locks before its snapshot, so such a claim holds the table's lock.  Hence
-:func:`wait_out_claims`: once the row committed, take the table's ACCESS
-EXCLUSIVE lock in a transaction of its own, which waits out every claim holding
-it; every claim after that reads with a snapshot that sees the row.  Claims
-queue behind the lock for as long as it takes to get it, so each try waits
+table locks before its snapshot, and every claim statement reads the
+always-empty ``pgqueue_claim_guard`` FOR KEY SHARE, so such a claim holds the
+guard's ROW SHARE lock.  Hence :func:`wait_out_claims`: once the row committed,
+take the guard's EXCLUSIVE lock in a transaction of its own, which waits out
+every claim holding it (and nothing else: EXCLUSIVE does not conflict with a
+reader's ACCESS SHARE, so a ``pg_dump`` never holds a registration up); every
+claim after that reads with a snapshot that sees the row.  Claims queue behind
+the lock for as long as it takes to get it, so each try waits
 :data:`WAIT_LOCK_MS` at most and yields before the next one.
 
 Interest is held, never released, while the broker lives: a subscription that
@@ -46,9 +49,9 @@ WAIT_RETRY_MAX_S = 1.0
 
 
 async def wait_out_claims(db: Database, lock: Query) -> None:
-    """Wait until every claim that read ``lock``'s table before this call has ended
-    (``Q.interest_wait`` or ``Q.webhook_interest_wait``); raise
-    :class:`StorageError` after :data:`WAIT_GIVE_UP_S` of tries."""
+    """Wait until every claim that read the interest before this call has ended
+    (``lock``: ``Q.interest_wait``); raise :class:`StorageError` after
+    :data:`WAIT_GIVE_UP_S` of tries."""
     deadline = time.monotonic() + WAIT_GIVE_UP_S
     delay = 0.01
     while True:
@@ -60,7 +63,7 @@ async def wait_out_claims(db: Database, lock: Query) -> None:
         except TransientConflict as exc:  # the lock was not had in time: claims go on
             if time.monotonic() >= deadline:
                 raise StorageError(
-                    f"a long transaction holds the claims' interest table: {exc}"
+                    f"a long claim transaction holds the claim guard: {exc}"
                 ) from exc
             log.info("interest registration waits for a long reader of its table")
             await asyncio.sleep(delay)  # retry pacing: the claims run meanwhile

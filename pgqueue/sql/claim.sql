@@ -74,15 +74,17 @@ WITH clock AS (
            jsonb_build_object('attempt', c.attempts + 1, 'broker', :broker_id::text)
     FROM claimed c
     -- Only when someone wants them: a broker with a subscriber of the queue (or of
-    -- every queue), or a webhook of job.started (migration 0027).  A statement
-    -- takes its table locks before its snapshot, which makes a registration
-    -- (interest_hold, then interest_wait) sound.
-    WHERE EXISTS (SELECT 1 FROM pgqueue_event_interest i
-                  WHERE i.namespace = :namespace AND i.queue IN (:queue, ''))
-       OR EXISTS (SELECT 1 FROM pgqueue_webhooks w
-                  WHERE w.namespace = :namespace AND w.enabled
-                    AND 'job.started' = ANY (w.events)
-                    AND (w.queue IS NULL OR w.queue = :queue))
+    -- every queue), or a webhook of job.started (migration 0027).  The empty guard
+    -- read FOR KEY SHARE holds its ROW SHARE lock from before this statement's
+    -- snapshot to the commit: what a registration (interest_hold, then
+    -- interest_wait) waits out.
+    WHERE (EXISTS (SELECT 1 FROM pgqueue_event_interest i
+                   WHERE i.namespace = :namespace AND i.queue IN (:queue, ''))
+           OR EXISTS (SELECT 1 FROM pgqueue_webhooks w
+                      WHERE w.namespace = :namespace AND w.enabled
+                        AND 'job.started' = ANY (w.events)
+                        AND (w.queue IS NULL OR w.queue = :queue)))
+      AND NOT EXISTS (SELECT 1 FROM pgqueue_claim_guard FOR KEY SHARE)
 )
 SELECT s.live AS session_live, NOT st.paused AND st.plan_needed AS plan_needed, c.*
 FROM session s

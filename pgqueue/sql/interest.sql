@@ -12,17 +12,14 @@ ON CONFLICT DO NOTHING
 SELECT set_config('lock_timeout', :timeout_ms::int::text, true)
 
 -- name: interest_wait
--- In a transaction of its own, after interest_hold committed: wait until every
--- claim that read pgqueue_event_interest before has ended.  A statement takes
--- its table locks before its snapshot, so a claim that holds the table's lock
--- may have read it without the new row; once this lock is granted none does,
--- and every later claim reads with a snapshot that sees the row.  The lock is
--- held only until this transaction ends (claims queue behind it meanwhile: the
--- caller bounds the wait with interest_lock_timeout and tries again).
-LOCK TABLE pgqueue_event_interest IN ACCESS EXCLUSIVE MODE
-
--- name: webhook_interest_wait
--- The same as interest_wait for a webhook of job.started just registered or
--- enabled (the claims read pgqueue_webhooks for those): in a transaction of its
--- own after that commit.
-LOCK TABLE pgqueue_webhooks IN ACCESS EXCLUSIVE MODE
+-- In a transaction of its own, after interest_hold (or a webhook of job.started)
+-- committed: wait until every claim that read the interest before has ended.
+-- Every claim statement reads pgqueue_claim_guard FOR KEY SHARE, so it holds the
+-- guard's ROW SHARE lock from before its snapshot (a statement's table locks come
+-- first) to its end: a claim holding it may have read the interest without the
+-- new row; once this EXCLUSIVE lock is granted none does, and every later claim
+-- reads with a snapshot that sees the row.  EXCLUSIVE conflicts with ROW SHARE,
+-- not with ACCESS SHARE: plain readers (a pg_dump) never hold it up.  Held until
+-- this transaction ends (claims queue behind it meanwhile: the caller bounds the
+-- wait with interest_lock_timeout and tries again).
+LOCK TABLE pgqueue_claim_guard IN EXCLUSIVE MODE

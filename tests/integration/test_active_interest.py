@@ -260,3 +260,25 @@ async def test_a_subscriber_that_reads_no_claims_holds_no_interest(
     assert (event.type, event.job_id) == ("pushed", job_id)
     assert await stored_types(db_dsn, namespace, job_id) == ["pushed"]
     sub.close()
+
+
+async def test_a_plain_reader_of_the_tables_never_holds_a_registration_up(
+    db_dsn: str, namespace: str, manager: PostgresQueueManager
+) -> None:
+    """A pg_dump holds ACCESS SHARE on every table until it ends: the registration
+    (a subscriber, a webhook of job.started) waits for claims only."""
+    reader = await asyncpg.connect(db_dsn)
+    try:
+        tx = reader.transaction(isolation="repeatable_read")
+        await tx.start()
+        for table in ("pgqueue_event_interest", "pgqueue_webhooks", "pgqueue_claim_guard"):
+            await reader.execute(f"LOCK TABLE {table} IN ACCESS SHARE MODE")
+        sub = await asyncio.wait_for(manager.subscribe_events("q"), 10)
+        job_id = await manager.push("q", "n", 1)
+        await manager.pull_batch("q", 1)
+        events = await take(sub, 2)
+        assert [(e.type, e.job_id) for e in events] == [("pushed", job_id), ("active", job_id)]
+        sub.close()
+        await tx.rollback()
+    finally:
+        await reader.close()

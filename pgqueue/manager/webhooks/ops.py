@@ -102,7 +102,7 @@ async def add_webhook(
     if STARTED in wanted:
         # The claims write job.started's events from now on (pgqueue.manager.interest):
         # once every claim that may have missed this webhook has ended, it starts.
-        await wait_out_claims(ctx.db, Q.webhook_interest_wait)
+        await wait_out_claims(ctx.db, Q.interest_wait)
         await ctx.scoped.execute(Q.webhook_snapshot_reset, webhook_id=webhook_id)
     return webhook
 
@@ -120,7 +120,7 @@ async def set_webhook_enabled(ctx: EngineContext, webhook_id: str, enabled: bool
 
     found = await in_transaction(ctx.db, body)
     if found and enabled:  # its job.started events, if it wants them: as in add_webhook
-        await wait_out_claims(ctx.db, Q.webhook_interest_wait)
+        await wait_out_claims(ctx.db, Q.interest_wait)
     return found
 
 
