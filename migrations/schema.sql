@@ -86,6 +86,10 @@ CREATE TABLE public.pgqueue_brokers (
     status jsonb
 );
 
+CREATE TABLE public.pgqueue_claim_guard (
+    never integer
+);
+
 CREATE TABLE public.pgqueue_dependencies (
     namespace text COLLATE "C" NOT NULL,
     job_id text COLLATE "C" NOT NULL,
@@ -116,6 +120,13 @@ CREATE TABLE public.pgqueue_dlq_audit (
     filter jsonb,
     reason text,
     count integer NOT NULL
+);
+
+CREATE TABLE public.pgqueue_event_interest (
+    namespace text COLLATE "C" NOT NULL,
+    queue text COLLATE "C" NOT NULL,
+    broker_id text COLLATE "C" NOT NULL,
+    created_at timestamp with time zone DEFAULT statement_timestamp() NOT NULL
 );
 
 CREATE TABLE public.pgqueue_event_prune_marks (
@@ -669,6 +680,16 @@ BEGIN
         SELECT p_namespace, (c.row).queue, (c.row).id, 'active',
                jsonb_build_object('attempt', (c.row).attempts + 1, 'broker', p_broker)
         FROM claimed c
+        -- Only when someone wants them; the empty guard read FOR KEY SHARE holds
+        -- its ROW SHARE lock from before the statement's snapshot (see this
+        -- migration's note).
+        WHERE (EXISTS (SELECT 1 FROM pgqueue_event_interest i
+                       WHERE i.namespace = p_namespace AND i.queue IN (p_queue, ''))
+               OR EXISTS (SELECT 1 FROM pgqueue_webhooks w
+                          WHERE w.namespace = p_namespace AND w.enabled
+                            AND 'job.started' = ANY (w.events)
+                            AND (w.queue IS NULL OR w.queue = p_queue)))
+          AND NOT EXISTS (SELECT 1 FROM pgqueue_claim_guard FOR KEY SHARE)
     )
     SELECT true, NULL::bigint, c.row FROM claimed c ORDER BY c.ord;
     IF NOT FOUND THEN
@@ -710,6 +731,9 @@ ALTER TABLE ONLY public.pgqueue_dlq_audit
 
 ALTER TABLE ONLY public.pgqueue_dlq_audit
     ADD CONSTRAINT pgqueue_dlq_audit_pkey PRIMARY KEY (id);
+
+ALTER TABLE ONLY public.pgqueue_event_interest
+    ADD CONSTRAINT pgqueue_event_interest_pkey PRIMARY KEY (namespace, queue, broker_id);
 
 ALTER TABLE ONLY public.pgqueue_event_prune_marks
     ADD CONSTRAINT pgqueue_event_prune_marks_pkey PRIMARY KEY (namespace, queue);
@@ -823,6 +847,9 @@ ALTER TABLE ONLY public.pgqueue_workers
     ADD CONSTRAINT pgqueue_workers_pkey PRIMARY KEY (namespace, worker_id);
 
 -- Foreign keys
+
+ALTER TABLE ONLY public.pgqueue_event_interest
+    ADD CONSTRAINT pgqueue_event_interest_namespace_broker_id_fkey FOREIGN KEY (namespace, broker_id) REFERENCES public.pgqueue_brokers(namespace, broker_id) ON DELETE CASCADE;
 
 ALTER TABLE ONLY public.pgqueue_webhook_deliveries
     ADD CONSTRAINT pgqueue_webhook_deliveries_webhook_fkey FOREIGN KEY (namespace, webhook_id) REFERENCES public.pgqueue_webhooks(namespace, id) ON DELETE CASCADE;

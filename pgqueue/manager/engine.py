@@ -43,6 +43,7 @@ from pgqueue.manager.control.ops import ControlOps
 from pgqueue.manager.cron.ops import CronOps
 from pgqueue.manager.dlq.ops import DlqOps
 from pgqueue.manager.forwarding import forward
+from pgqueue.manager.interest import EventInterest
 from pgqueue.manager.limits.ops import LimitOps
 from pgqueue.manager.models import AckItem, ClaimedJob, ItemOutcome, Job
 from pgqueue.manager.options import JobSpec, build_job_spec
@@ -81,6 +82,7 @@ class QueueEngine(ControlOps, DlqOps, LimitOps, WebhookOps, CronOps, ManagerBase
         self._owns_db = db is None
         self.parts = parts or EngineParts()
         self.outbox: OutboxReader | None = None
+        self._interest: EventInterest | None = None
 
     # -- lifecycle ---------------------------------------------------------
 
@@ -161,6 +163,7 @@ class QueueEngine(ControlOps, DlqOps, LimitOps, WebhookOps, CronOps, ManagerBase
 
     async def _shutdown(self, *, release_leases: bool) -> None:
         ctx, self._ctx = self._ctx, None
+        self._interest = None  # its rows go with the session
         if self.outbox is not None:
             await self.outbox.stop()
             self.outbox = None
@@ -352,6 +355,14 @@ class QueueEngine(ControlOps, DlqOps, LimitOps, WebhookOps, CronOps, ManagerBase
 
     # -- events ------------------------------------------------------------------
 
+    async def want_active_events(self, queue: str | None = None) -> None:
+        """From the return on, every claim of ``queue`` (None: of every queue) that
+        commits writes its ``active`` events, on every broker, until this broker's
+        session ends (:mod:`pgqueue.manager.interest`)."""
+        if self._interest is None:
+            self._interest = EventInterest(self.db, self.namespace, self.broker_id)
+        await self._interest.hold(queue)
+
     async def subscribe_events(
         self,
         queue: str | None = None,
@@ -361,6 +372,7 @@ class QueueEngine(ControlOps, DlqOps, LimitOps, WebhookOps, CronOps, ManagerBase
         tokens: bool = True,
         exact: bool = True,
         prompt: bool = True,
+        active: bool = True,
     ) -> Subscription:
         """A subscription to the outbox: events from now on, or after a resume token.
 
@@ -370,9 +382,13 @@ class QueueEngine(ControlOps, DlqOps, LimitOps, WebhookOps, CronOps, ManagerBase
         before it are left out even when this broker has not read them yet
         (``exact=False`` keeps them, for a consumer that wants the overlap).
         ``prompt=False``: the events may wait for the outbox reader's next poll
-        (a cache; no read per NOTIFY hint on its account).
+        (a cache; no read per NOTIFY hint on its account).  ``active``: the
+        subscriber wants the claims' ``active`` events (written only while someone
+        does: :meth:`want_active_events`); False for a consumer that reads none.
         """
         token = subscription_start(queue, after)
+        if active:
+            await self.want_active_events(queue)
         if self.outbox is None:
             self.outbox = OutboxReader(self.db, self.config, self.notifier)
             await self.outbox.start()

@@ -315,7 +315,9 @@ class Projection(Service):
         # A supervised restart keeps the feed: its position is where this stopped.
         if self._subscription is None or self._subscription.closed:
             # exact=False: the events this broker has not read yet are applied too;
-            # prompt=False: they come with the reader's polls, not a read per hint.
+            # prompt=False: they come with the reader's polls, not a read per hint;
+            # active events too (the default): the metrics fed from here count the
+            # claims, so every claim of the namespace writes them (manager.interest).
             self._subscription = await self._manager.subscribe_events(
                 None, maxsize=self.feed_size, tokens=False, exact=False, prompt=False
             )

@@ -14,7 +14,8 @@
 -- else :default_lease_ms, the broker's default).  The first lease of a claim lasts at least
 -- the queue's gracePeriod; every lease ends by the job's timeout.
 -- Always returns at least one row: session_live, plan_needed, then the
--- claimed job's columns (NULL when nothing was claimed).  :now is the clock
+-- claimed job's columns (NULL when nothing was claimed).  Each claimed job's
+-- `active` event is written only while someone wants it (see the events CTE).  :now is the clock
 -- due-ness and TTL expiry are judged against (NULL: the database clock; a test
 -- passes a later instant to move time); the lease is set on the database clock.
 WITH clock AS (
@@ -72,6 +73,18 @@ WITH clock AS (
     SELECT :namespace, c.queue, c.id, 'active',
            jsonb_build_object('attempt', c.attempts + 1, 'broker', :broker_id::text)
     FROM claimed c
+    -- Only when someone wants them: a broker with a subscriber of the queue (or of
+    -- every queue), or a webhook of job.started (migration 0027).  The empty guard
+    -- read FOR KEY SHARE holds its ROW SHARE lock from before this statement's
+    -- snapshot to the commit: what a registration (interest_hold, then
+    -- interest_wait) waits out.
+    WHERE (EXISTS (SELECT 1 FROM pgqueue_event_interest i
+                   WHERE i.namespace = :namespace AND i.queue IN (:queue, ''))
+           OR EXISTS (SELECT 1 FROM pgqueue_webhooks w
+                      WHERE w.namespace = :namespace AND w.enabled
+                        AND 'job.started' = ANY (w.events)
+                        AND (w.queue IS NULL OR w.queue = :queue)))
+      AND NOT EXISTS (SELECT 1 FROM pgqueue_claim_guard FOR KEY SHARE)
 )
 SELECT s.live AS session_live, NOT st.paused AND st.plan_needed AS plan_needed, c.*
 FROM session s

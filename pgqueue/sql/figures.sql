@@ -97,8 +97,39 @@ WHERE j.namespace = :namespace AND j.id = :job_id
 -- Parameters, in order: :namespace, :job_id, :limit.
 -- A job's state changes still in the outbox (its index on job_id),
 -- oldest first, at most :limit.  :namespace, :job_id.
-SELECT e.type, (extract(epoch FROM e.created_at) * 1000)::float8 AS at, e.payload::text AS payload
-FROM pgqueue_events e
-WHERE e.namespace = :namespace AND e.job_id = :job_id
-ORDER BY e.id
+-- A claim writes its `active` event only while someone wants it (migration
+-- 0027): when the outbox kept none for the job, its claims come from the job's
+-- row instead (live or finished): each attempt of its attempt log, then its
+-- last claim (started_at), as `active` entries at the instant the event would
+-- have had, with the attempt's number as payload.
+WITH stored AS (
+    SELECT e.id, e.type, e.created_at, e.payload::text AS payload
+    FROM pgqueue_events e
+    WHERE e.namespace = :namespace AND e.job_id = :job_id
+    ORDER BY e.id
+    LIMIT :limit::int
+), job AS (
+    SELECT j.started_at, j.attempt_log FROM pgqueue_jobs j
+    WHERE j.namespace = :namespace AND j.id = :job_id
+    UNION ALL
+    SELECT f.started_at, f.attempt_log FROM pgqueue_finished f
+    WHERE f.namespace = :namespace AND f.id = :job_id
+), claims AS (
+    SELECT to_timestamp((a ->> 'startedAt')::float8 / 1000) AS at, (a ->> 'attempt')::int AS attempt
+    FROM job CROSS JOIN LATERAL jsonb_array_elements(job.attempt_log) AS a
+    WHERE a ->> 'startedAt' IS NOT NULL
+    UNION
+    SELECT job.started_at, jsonb_array_length(job.attempt_log) + 1 FROM job
+    WHERE job.started_at IS NOT NULL
+), entries AS (  -- in the outbox's order; a claim before the first event after it
+    SELECT s.id AS place, 1 AS rank, s.type, s.created_at, s.payload FROM stored s
+    UNION ALL
+    SELECT coalesce((SELECT min(s.id) FROM stored s WHERE s.created_at > c.at), 9223372036854775807),
+           0, 'active', c.at, json_build_object('attempt', c.attempt)::text
+    FROM claims c
+    WHERE NOT EXISTS (SELECT 1 FROM stored s WHERE s.type = 'active')
+)
+SELECT x.type, (extract(epoch FROM x.created_at) * 1000)::float8 AS at, x.payload
+FROM entries x
+ORDER BY x.place, x.rank, x.created_at
 LIMIT :limit::int

@@ -104,6 +104,14 @@ SET enabled = :enabled::bool, updated_at = statement_timestamp()
 WHERE w.namespace = :namespace AND w.id = :webhook_id
 RETURNING w.id
 
+-- name: webhook_snapshot_reset
+-- Webhook :webhook_id of job.started starts now: after interest_wait's lock, every
+-- claim that commits after this snapshot wrote its `active` events for it
+-- (pgqueue.manager.interest).  :namespace, :webhook_id.
+UPDATE pgqueue_webhooks w
+SET created_snapshot = pg_current_snapshot()
+WHERE w.namespace = :namespace AND w.id = :webhook_id
+
 -- name: webhook_exists
 -- Parameters, in order: :namespace, :webhook_id.
 -- Whether webhook :webhook_id exists.  :namespace.

@@ -17,6 +17,7 @@ from tests.helpers import clock_ahead, events_of, expire_lease, sql, sql_value
 async def test_claim_leases_the_job_on_the_database_clock_and_bumps_its_fence(
     manager: PostgresQueueManager, db_dsn: str, namespace: str
 ) -> None:
+    await manager.want_active_events("q")  # the claims' events are written for it
     job_id = await manager.push("q", "n", {"a": 1})
     before = await sql_value(db_dsn, "SELECT extract(epoch FROM clock_timestamp()) * 1000")
     [claim] = await manager.pull_batch("q", 1, owner="w1", lock_ttl_ms=5000)

@@ -15,6 +15,7 @@ from tests.helpers import clock_ahead, count_rows, events_of, expire_lease, sql,
 async def test_ack_stores_the_result_and_moves_the_job_out_of_the_hot_table(
     manager: PostgresQueueManager, db_dsn: str, namespace: str
 ) -> None:
+    await manager.want_active_events("q")  # the claims' events are written for it
     job_id = await manager.push("q", "n", 1)
     [claim] = await manager.pull_batch("q", 1)
     await manager.ack(claim.id, claim.token, {"sum": 3})
@@ -167,6 +168,7 @@ async def test_fixed_backoff_keeps_the_same_delay(
 async def test_job_is_dead_lettered_after_max_attempts_in_the_same_transaction(
     manager: PostgresQueueManager, db_dsn: str, namespace: str
 ) -> None:
+    await manager.want_active_events("q")  # the claims' events are written for it
     job_id = await manager.push("q", "n", 1, attempts=2, backoff=0)
     for _ in range(2):
         [claim] = await manager.pull_batch("q", 1)

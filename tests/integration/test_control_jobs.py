@@ -51,6 +51,7 @@ async def test_remove_deletes_a_delayed_job(manager: PostgresQueueManager) -> No
 async def test_cancelling_an_active_job_ends_it_and_its_heartbeat_says_cancelled(
     manager: PostgresQueueManager, db_dsn: str, namespace: str
 ) -> None:
+    await manager.want_active_events("q")  # the claims' events are written for it
     job_id = await manager.push("q", "n", 1)
     [claim] = await manager.pull_batch("q", 1)
     await manager.add_log(job_id, "working")
@@ -234,6 +235,7 @@ async def test_change_priority_refuses_an_out_of_range_priority(
 async def test_promote_makes_a_delayed_job_claimable_now(
     manager: PostgresQueueManager, db_dsn: str, namespace: str
 ) -> None:
+    await manager.want_active_events("q")  # the claims' events are written for it
     job_id = await manager.push("q", "n", 1, delay=3_600_000)
     assert await manager.pull_batch("q", 1) == []
     await manager.promote(job_id)

@@ -25,6 +25,7 @@ async def _delay_left_ms(db_dsn: str, namespace: str, job_id: str) -> float:
 async def test_move_to_delayed_puts_an_active_job_back_due_later_on_the_db_clock(
     manager: PostgresQueueManager, db_dsn: str, namespace: str
 ) -> None:
+    await manager.want_active_events("q")  # the claims' events are written for it
     job_id = await manager.push("q", "n", 1)
     [claim] = await manager.pull_batch("q", 1)
     await manager.move_to_delayed(job_id, 60_000, claim.token)
@@ -161,6 +162,7 @@ async def test_change_delay_of_an_unknown_or_finished_job_is_refused(
 async def test_move_to_wait_gives_an_active_job_back_without_consuming_an_attempt(
     manager: PostgresQueueManager, db_dsn: str, namespace: str
 ) -> None:
+    await manager.want_active_events("q")  # the claims' events are written for it
     job_id = await manager.push("q", "n", 1)
     [claim] = await manager.pull_batch("q", 1)
     await manager.move_to_wait(job_id, claim.token)

@@ -53,6 +53,7 @@ async def _lock_waiters(dsn: str) -> int:
 async def test_repushing_the_custom_id_of_a_retained_completed_job_returns_that_job(
     manager: PostgresQueueManager, db_dsn: str, namespace: str
 ) -> None:
+    await manager.want_active_events("q")  # the claims' events are written for it
     await manager.push("q", "a", 1, job_id="order-1")
     await _complete(manager, "q", {"sum": 3})
     assert await manager.push("q", "a", 2, job_id="order-1") == "order-1"

@@ -31,13 +31,17 @@ from pgqueue.manager.arguments import check_bool, check_int, check_text
 from pgqueue.manager.base import ManagerBase
 from pgqueue.manager.context import EngineContext, InNamespace
 from pgqueue.manager.forwarding import forward
+from pgqueue.manager.interest import wait_out_claims
 from pgqueue.manager.webhooks.models import Webhook, WebhookDelivery, WebhookStats
 from pgqueue.manager.webhooks.policy import (
+    EVENT_OF_OUTBOX_TYPE,
     validate_events,
     validate_queue_filter,
     validate_secret,
 )
 from pgqueue.ssrf import AddressGuard
+
+STARTED = EVENT_OF_OUTBOX_TYPE["active"]  # the webhook event of a claim: job.started
 
 __all__ = [
     "DELIVERY_STATUSES",
@@ -94,7 +98,13 @@ async def add_webhook(
         assert row is not None
         return Webhook.from_row(row)
 
-    return await in_transaction(ctx.db, body)
+    webhook = await in_transaction(ctx.db, body)
+    if STARTED in wanted:
+        # The claims write job.started's events from now on (pgqueue.manager.interest):
+        # once every claim that may have missed this webhook has ended, it starts.
+        await wait_out_claims(ctx.db, Q.interest_wait)
+        await ctx.scoped.execute(Q.webhook_snapshot_reset, webhook_id=webhook_id)
+    return webhook
 
 
 async def set_webhook_enabled(ctx: EngineContext, webhook_id: str, enabled: bool) -> bool:
@@ -108,7 +118,10 @@ async def set_webhook_enabled(ctx: EngineContext, webhook_id: str, enabled: bool
         row = await db.fetchrow(Q.webhook_set_enabled, webhook_id=webhook_id, enabled=enabled)
         return row is not None
 
-    return await in_transaction(ctx.db, body)
+    found = await in_transaction(ctx.db, body)
+    if found and enabled:  # its job.started events, if it wants them: as in add_webhook
+        await wait_out_claims(ctx.db, Q.interest_wait)
+    return found
 
 
 async def remove_webhook(ctx: EngineContext, webhook_id: str) -> bool:
