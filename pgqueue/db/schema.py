@@ -57,6 +57,7 @@ KNOWN_REVISIONS = (
     "0024",
     "0025",
     "0026",
+    "0029",
 )
 SCHEMA_VERSION = KNOWN_REVISIONS[-1]
 # The first revision that declares, in ``pgqueue_schema_compat``, the oldest pgqueue
