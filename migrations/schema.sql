@@ -22,7 +22,7 @@ CREATE OR REPLACE FUNCTION public.pgqueue_epoch_us(ts timestamp with time zone)
  RETURNS bigint
  LANGUAGE sql
  IMMUTABLE PARALLEL SAFE STRICT
-RETURN ((EXTRACT(epoch FROM ts) * (1000000)::numeric))::bigint;
+RETURN ((EXTRACT(epoch FROM (ts AT TIME ZONE 'UTC'::text)) * (1000000)::numeric))::bigint;
 
 CREATE OR REPLACE FUNCTION public.pgqueue_lease_token(p_fence bigint, p_salt uuid)
  RETURNS text

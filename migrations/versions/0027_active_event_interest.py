@@ -24,7 +24,11 @@ after it reads with a snapshot that sees the row.  EXCLUSIVE does not conflict w
 ACCESS SHARE: a ``pg_dump`` or any other reader never holds a registration up.  A
 webhook of ``job.started`` is registered the same way.
 
-Older brokers (0022 on) run unchanged: their claims write the events always.
+Older brokers cannot run on it: their claims write the events always, but their
+event subscribers (QueueEvents, SSE, TCP Subscribe, their projection's metrics)
+register no interest, so they would miss the ``active`` events of every newer
+broker's claims and of ``pgqueue_claim_planned``.  The revision names itself as the
+oldest broker: older ones leave rotation at this migration (docs/operations.md).
 """
 
 # ruff: noqa: E501  (the function body is 0025's, as written there)
@@ -631,9 +635,9 @@ DROP TABLE pgqueue_event_interest;
 """
 
 
-# A new table; the claim function keeps its signature and result:
-# older brokers' statements run unchanged.
-COMPAT = "INSERT INTO pgqueue_schema_compat (revision, oldest_broker) VALUES ('0027', '0022')"
+# Older brokers' statements would run, but their subscribers register no interest
+# and would miss active events: brokers of this revision on.
+COMPAT = "INSERT INTO pgqueue_schema_compat (revision, oldest_broker) VALUES ('0027', '0027')"
 
 
 def upgrade() -> None:

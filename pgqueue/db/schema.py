@@ -58,6 +58,7 @@ KNOWN_REVISIONS = (
     "0025",
     "0026",
     "0027",
+    "0028",
 )
 SCHEMA_VERSION = KNOWN_REVISIONS[-1]
 # The first revision that declares, in ``pgqueue_schema_compat``, the oldest pgqueue

@@ -417,17 +417,15 @@ class Notifier(Service):
 
     def _keep_hints(self) -> None:
         """Deliver the merged hints in this process only (what the NOTIFY would have
-        done on its way back through the LISTEN connection)."""
+        done on its way back through the LISTEN connection): the hooks are called
+        now, as :meth:`dispatch` calls them, not in a loop step of their own (a
+        sequential push paid one more event-loop iteration per add for it)."""
         assert self._hint_range is not None
         self.hints_kept += 1
         first, last = self._hint_range  # its queues were woken at hint time: hooks only
         self._hint_queues, self._hint_work, self._hint_range = set(), set(), None
         self._hint_jobs = 0
         self.notifications += 1
-        if self._event_hooks:
-            asyncio.get_running_loop().call_soon(self._run_hooks, first, last)
-
-    def _run_hooks(self, first: int, last: int) -> None:
         for hook in self._event_hooks:
             hook(first, last)
 

@@ -285,6 +285,16 @@ async def test_a_hint_kept_alone_wakes_its_idle_claims_once(hinting: Notifier) -
         assert sum(w.work.done() for w in idle) == 1
 
 
+async def test_a_kept_hint_reaches_the_hooks_before_hint_returns(hinting: Notifier) -> None:
+    """Alone, a kept hint calls the hooks at once, as a NOTIFY's dispatch does: no
+    loop step of its own (one event-loop iteration per sequential add)."""
+    hinting._hello_at = asyncio.get_running_loop().time() - 60
+    ranges: list[tuple[int, int]] = []
+    hinting.on_events(lambda first, last: ranges.append((first, last)))
+    hinting.hint(["q"], 4, 7, jobs=4)
+    assert ranges == [(4, 7)]
+
+
 async def test_only_a_write_alone_after_a_pause_carries_its_notify(
     notifier: Notifier, monkeypatch: pytest.MonkeyPatch
 ) -> None:
