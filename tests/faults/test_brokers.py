@@ -18,6 +18,7 @@ import asyncpg
 import pytest
 
 from pgqueue.client.connection import Connection
+from pgqueue.testing import eventually
 from pgqueue.testing.history import read_history
 from tests.faults.harness import SESSION_STALE_MS, FaultRun, assert_safe
 
@@ -149,7 +150,9 @@ async def test_brokers_with_clocks_skewed_by_minutes_keep_leases_right(
     run.start_producer("p1", queue, work_ms=50, poison_every=25, poison_options=POISON, pause=0.02)
     await run.start_subscriber("s1", queue)
     await run.progress(20)
-    run.stop("w1")  # past its 2 s lease: its jobs must stall on the database clock
+    # Stopped past its 2 s lease while it holds a job: its jobs must stall on the
+    # database clock (stopped between two jobs, it would hold none to stall).
+    await stop_while_holding(run, "w1")
     await _hold(3.5)
     run.resume("w1")
     await run.progress(20)
@@ -183,6 +186,34 @@ def longest_push_s(run: FaultRun, producer: str) -> float:
         elif cid in began:
             longest = max(longest, float(record["t"]) - began.pop(cid))
     return longest
+
+
+def jobs_in_hand(run: FaultRun, worker: str) -> set[tuple[str, int]]:
+    """The (job, fence) executions ``worker`` started and has not finished, by its
+    history (written unbuffered, so a stopped worker's file is complete)."""
+    started: set[tuple[str, int]] = set()
+    ended: set[tuple[str, int]] = set()
+    path = run.history_dir / f"{worker}.jsonl"
+    for record in read_history([path]) if path.exists() else []:
+        key = (str(record.get("job_id")), int(record.get("fence") or 0))
+        if record.get("kind") == "exec":
+            started.add(key)
+        elif record.get("kind") in ("ack", "fail"):
+            ended.add(key)
+    return started - ended
+
+
+async def stop_while_holding(run: FaultRun, worker: str) -> None:
+    """SIGSTOP ``worker`` at an instant it holds at least one job."""
+
+    async def stopped_holding() -> bool:
+        run.stop(worker)
+        if jobs_in_hand(run, worker):
+            return True
+        run.resume(worker)
+        return False
+
+    await eventually(stopped_holding, timeout=30, interval=0.01, message=f"{worker} holds a job")
 
 
 async def _hold(seconds: float) -> None:
