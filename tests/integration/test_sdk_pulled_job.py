@@ -62,6 +62,10 @@ async def test_a_pulled_job_is_the_job_its_whole_view_makes(
         assert lease.view is not None
         whole = lease.view()
         assert {key: whole[key] for key in lease.job} == lease.job  # the head: the same values
+        assert {key: type(whole[key]) for key in lease.job} == {
+            key: type(value) for key, value in lease.job.items()
+        }  # of the same types
+        assert type(lease) is Lease
         lazy = Job.from_wire(
             transport, lease.job, token=lease.token, fence=lease.fence, view=lease.view
         )
