@@ -6,10 +6,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from pgqueue.maintenance.webhook_delivery import fan_out_once
+from pgqueue.manager.webhooks.policy import WEBHOOK_EVENTS
 from pgqueue.runtime import PostgresQueueManager
 from tests.conftest import start_manager
 from tests.helpers import sql
 from tests.integration.test_active_interest import take
+from tests.integration.webhooks_support import FAST, webhook_manager
 
 
 async def tallies(dsn: str, namespace: str) -> list[tuple[str, str, Any, str | None]]:
@@ -116,3 +119,17 @@ async def test_a_broker_serving_tallies_holds_the_tally_interest_only(
         namespace,
     )
     assert sorted(r["queue"] for r in rows) == ["", "*"]
+
+
+async def test_no_webhook_gets_a_tally(db_dsn: str, namespace: str) -> None:
+    async with webhook_manager(db_dsn, namespace) as m:
+        every = [e for e in WEBHOOK_EVENTS if e != "job.started"]  # job.started: events
+        hook = await m.add_webhook("http://127.0.0.1:9/hook", every)
+        await m.want_claim_tallies()
+        await m.push("q", "n", 1)
+        assert len(await m.pull_batch("q", 5)) == 1
+        assert [r[1] for r in await tallies(db_dsn, namespace)] == ["claimed"]
+        report = await fan_out_once(m.ctx, FAST)
+        assert (report.read, report.queued) == (2, 1)  # pushed and the tally: one delivery
+        [delivery] = await m.list_deliveries(hook.id)
+        assert delivery.event == "job.pushed"
