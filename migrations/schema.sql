@@ -675,21 +675,32 @@ BEGIN
         FROM unnest(v_ids || v_gids) WITH ORDINALITY AS u(id, ord)
         WHERE j.namespace = p_namespace AND j.id = u.id
         RETURNING j AS row, u.ord
+    ), wanted AS (
+        -- Who wants this claim's events: the jobs' own (a subscriber of the queue or
+        -- of every queue, a webhook of job.started), else one tally row (a broker
+        -- server counting the claims, queue '*').  The empty guard read FOR KEY
+        -- SHARE holds its ROW SHARE lock from before the statement's snapshot
+        -- (migration 0027's note).
+        SELECT EXISTS (SELECT 1 FROM pgqueue_event_interest i
+                       WHERE i.namespace = p_namespace AND i.queue IN (p_queue, ''))
+               OR EXISTS (SELECT 1 FROM pgqueue_webhooks w
+                          WHERE w.namespace = p_namespace AND w.enabled
+                            AND 'job.started' = ANY (w.events)
+                            AND (w.queue IS NULL OR w.queue = p_queue)) AS events,
+               EXISTS (SELECT 1 FROM pgqueue_event_interest i
+                       WHERE i.namespace = p_namespace AND i.queue = '*') AS tally
+        WHERE NOT EXISTS (SELECT 1 FROM pgqueue_claim_guard FOR KEY SHARE)
     ), events AS (
         INSERT INTO pgqueue_events (namespace, queue, job_id, type, payload)
         SELECT p_namespace, (c.row).queue, (c.row).id, 'active',
                jsonb_build_object('attempt', (c.row).attempts + 1, 'broker', p_broker)
         FROM claimed c
-        -- Only when someone wants them; the empty guard read FOR KEY SHARE holds
-        -- its ROW SHARE lock from before the statement's snapshot (see this
-        -- migration's note).
-        WHERE (EXISTS (SELECT 1 FROM pgqueue_event_interest i
-                       WHERE i.namespace = p_namespace AND i.queue IN (p_queue, ''))
-               OR EXISTS (SELECT 1 FROM pgqueue_webhooks w
-                          WHERE w.namespace = p_namespace AND w.enabled
-                            AND 'job.started' = ANY (w.events)
-                            AND (w.queue IS NULL OR w.queue = p_queue)))
-          AND NOT EXISTS (SELECT 1 FROM pgqueue_claim_guard FOR KEY SHARE)
+        WHERE (SELECT w.events FROM wanted w)
+    ), tally AS (
+        INSERT INTO pgqueue_events (namespace, queue, job_id, type, payload)
+        SELECT p_namespace, p_queue, NULL, 'claimed', json_build_object('count', n.count)
+        FROM (SELECT count(*) AS count FROM claimed) n, wanted w
+        WHERE n.count > 0 AND w.tally AND NOT w.events
     )
     SELECT true, NULL::bigint, c.row FROM claimed c ORDER BY c.ord;
     IF NOT FOUND THEN

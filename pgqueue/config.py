@@ -62,6 +62,10 @@ class Config:
     ``vacuum_interval_ms``) once it has drained: at least ``vacuum_min_dead`` dead
     tuples, and ``vacuum_dead_ratio`` times more dead than live ones (see
     :mod:`pgqueue.maintenance.jobs_vacuum`).
+    ``claim_events``: a broker server's projection wants every claim's ``active``
+    event (for a history checker reading the outbox); by default it counts the
+    claims from one ``claimed`` tally row per claim statement instead
+    (:mod:`pgqueue.manager.interest`).
     """
 
     dsn: str
@@ -98,6 +102,7 @@ class Config:
     run_maintenance: bool = True
     webhook_allow_private: bool = False
     unsafe_durability: bool = False
+    claim_events: bool = False
     statement_cache_size: int = 256
     server_settings: dict[str, str] = field(default_factory=dict)
 

@@ -43,7 +43,7 @@ from pgqueue.manager.control.ops import ControlOps
 from pgqueue.manager.cron.ops import CronOps
 from pgqueue.manager.dlq.ops import DlqOps
 from pgqueue.manager.forwarding import forward
-from pgqueue.manager.interest import EventInterest
+from pgqueue.manager.interest import TALLY, EventInterest
 from pgqueue.manager.limits.ops import LimitOps
 from pgqueue.manager.models import AckItem, ClaimedJob, ItemOutcome, Job
 from pgqueue.manager.options import JobSpec, build_job_spec
@@ -363,6 +363,14 @@ class QueueEngine(ControlOps, DlqOps, LimitOps, WebhookOps, CronOps, ManagerBase
             self._interest = EventInterest(self.db, self.namespace, self.broker_id)
         await self._interest.hold(queue)
 
+    async def want_claim_tallies(self) -> None:
+        """From the return on, every claim statement that commits and writes no
+        ``active`` events writes one ``claimed`` tally row (its queue and count),
+        until this broker's session ends (:mod:`pgqueue.manager.interest`)."""
+        if self._interest is None:
+            self._interest = EventInterest(self.db, self.namespace, self.broker_id)
+        await self._interest.hold(TALLY)
+
     async def subscribe_events(
         self,
         queue: str | None = None,
@@ -373,6 +381,7 @@ class QueueEngine(ControlOps, DlqOps, LimitOps, WebhookOps, CronOps, ManagerBase
         exact: bool = True,
         prompt: bool = True,
         active: bool = True,
+        tallies: bool = False,
     ) -> Subscription:
         """A subscription to the outbox: events from now on, or after a resume token.
 
@@ -385,14 +394,24 @@ class QueueEngine(ControlOps, DlqOps, LimitOps, WebhookOps, CronOps, ManagerBase
         (a cache; no read per NOTIFY hint on its account).  ``active``: the
         subscriber wants the claims' ``active`` events (written only while someone
         does: :meth:`want_active_events`); False for a consumer that reads none.
+        ``tallies``: the subscription also gets the ``claimed`` tally rows (the
+        claims' counts, :meth:`want_claim_tallies`), which no other sees.
         """
         token = subscription_start(queue, after)
         if active:
             await self.want_active_events(queue)
+        if tallies:
+            await self.want_claim_tallies()
         if self.outbox is None:
             self.outbox = OutboxReader(self.db, self.config, self.notifier)
             await self.outbox.start()
         skip = await self.outbox.now() if exact and token is None else None
         return self.outbox.subscribe(
-            queue, after=token, maxsize=maxsize, tokens=tokens, skip=skip, prompt=prompt
+            queue,
+            after=token,
+            maxsize=maxsize,
+            tokens=tokens,
+            skip=skip,
+            prompt=prompt,
+            tallies=tallies,
         )

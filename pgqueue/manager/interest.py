@@ -23,6 +23,13 @@ claim after that reads with a snapshot that sees the row.  Claims queue behind
 the lock for as long as it takes to get it, so each try waits
 :data:`WAIT_LOCK_MS` at most and yields before the next one.
 
+A broker server counts the claims (its metrics) without wanting their events: it
+holds the queue :data:`TALLY` (``'*'``, no queue's name), and a claim statement
+that writes no ``active`` events while such a row exists writes one ``claimed``
+row (its queue, no job, payload ``{"count": n}``) instead (migration 0029).  The
+statement reads both with one snapshot: each claim is counted once, from its
+events or from its tally.
+
 Interest is held, never released, while the broker lives: a subscription that
 ends and resumes from its token (a client reconnecting) then still finds every
 ``active`` event of the queue written meanwhile.
@@ -39,10 +46,11 @@ from pgqueue.db.executor import Database
 from pgqueue.db.queries import Q, Query
 from pgqueue.errors import StorageError
 
-__all__ = ["WAIT_LOCK_MS", "EventInterest", "wait_out_claims"]
+__all__ = ["TALLY", "WAIT_LOCK_MS", "EventInterest", "wait_out_claims"]
 
 log = logging.getLogger("pgqueue.interest")
 
+TALLY = "*"  # the interest in the claims' count (a tally row per claim statement)
 WAIT_LOCK_MS = 100  # one try for the lock: the longest the claims queue behind it
 WAIT_GIVE_UP_S = 60.0
 WAIT_RETRY_MAX_S = 1.0
@@ -82,20 +90,24 @@ class EventInterest:
 
     @property
     def held(self) -> frozenset[str]:
-        """The queues held (``''``: every queue)."""
+        """The queues held (``''``: every queue; :data:`TALLY`: the claims' count)."""
         return frozenset(self._held)
 
     async def hold(self, queue: str | None) -> None:
         """From the return on, every claim of ``queue`` (None: of every queue) that
-        commits writes its ``active`` events, whichever broker claims."""
+        commits writes its ``active`` events, whichever broker claims (``queue``
+        :data:`TALLY`: its ``claimed`` tally when it writes no events)."""
         key = queue or ""
-        if key in self._held or "" in self._held:
+        if self._covered(key):
             return
         async with self._lock:
-            if key in self._held or "" in self._held:
+            if self._covered(key):
                 return
             await self._db.execute(
                 Q.interest_hold, namespace=self._namespace, queue=key, broker_id=self._broker_id
             )
             await wait_out_claims(self._db, Q.interest_wait)
             self._held.add(key)
+
+    def _covered(self, key: str) -> bool:
+        return key in self._held or (key != TALLY and "" in self._held)

@@ -44,6 +44,7 @@ from pgqueue.service import Service
 from pgqueue.vocabulary.names import validate_queue_name
 
 __all__ = [
+    "TALLY_TYPE",
     "Cursor",
     "Event",
     "OutboxReader",
@@ -55,6 +56,9 @@ __all__ = [
 
 log = logging.getLogger("pgqueue.outbox")
 
+# A claim statement's count of the jobs it claimed, written instead of their
+# ``active`` events (payload {"count": n}; migration 0029): for tally readers only.
+TALLY_TYPE = "claimed"
 MAX_RUNNING_IN_TOKEN = 10_000  # running xids a snapshot in a token may name
 MAX_XID = 2**63 - 1
 
@@ -441,7 +445,8 @@ class Subscription:
     otherwise it reads from ``base`` on its own, then rejoins.  A ``prompt``
     subscription has the reader read on every NOTIFY hint; the others (a cache
     such as the projection) take the events of the reads at the poll interval
-    (or of a hint that a prompt subscription asked for).
+    (or of a hint that a prompt subscription asked for).  The claims' ``claimed``
+    tally rows go to ``tallies`` subscriptions only (a broker's metrics).
     """
 
     reader: OutboxReader
@@ -453,12 +458,15 @@ class Subscription:
     tokens: bool = True
     skip: Snapshot | None = None
     prompt: bool = True
+    tallies: bool = False
     _queue: _Fifo = field(init=False)
 
     def __post_init__(self) -> None:
         self._queue = _Fifo(self.maxsize)
 
     def matches(self, event: Event) -> bool:
+        if event.type == TALLY_TYPE and not self.tallies:
+            return False
         return self.queue is None or event.queue == self.queue or event.type == "gap"
 
     @property
@@ -496,6 +504,7 @@ class Subscription:
         queue = self._queue
         if (
             self.tokens
+            or not self.tallies
             or self.skip is not None
             or self.queue is not None
             or (self.maxsize > 0 and self.maxsize - queue.qsize() < len(events))
@@ -578,6 +587,7 @@ class OutboxReader(Service):
         tokens: bool = True,
         skip: Snapshot | None = None,
         prompt: bool = True,
+        tallies: bool = False,
     ) -> Subscription:
         """Everything after ``after`` (a resume token), or live from the reader's
         position, leaving out the transactions finished in ``skip`` (from
@@ -588,7 +598,14 @@ class OutboxReader(Service):
         the poll interval)."""
         position = self.position if after is None else after
         sub = Subscription(
-            self, queue, position, maxsize, live=after is None, tokens=tokens, prompt=prompt
+            self,
+            queue,
+            position,
+            maxsize,
+            live=after is None,
+            tokens=tokens,
+            prompt=prompt,
+            tallies=tallies,
         )
         if after is None and skip is not None and not self.position.seen.covers(skip):
             sub.skip = skip
@@ -617,6 +634,8 @@ class OutboxReader(Service):
         while not sub.closed and not sub.live:
             batch = await read_batch(self._db, self._config, sub.base, sub.queue)
             for index, event in enumerate(batch.events):
+                if event.type == TALLY_TYPE and not sub.tallies:
+                    continue
                 if not sub.put_caught_up(event, batch.after(index)):
                     sub.base = batch.after(index - 1)
                     return

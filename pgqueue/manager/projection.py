@@ -316,10 +316,17 @@ class Projection(Service):
         if self._subscription is None or self._subscription.closed:
             # exact=False: the events this broker has not read yet are applied too;
             # prompt=False: they come with the reader's polls, not a read per hint;
-            # active events too (the default): the metrics fed from here count the
-            # claims, so every claim of the namespace writes them (manager.interest).
+            # tallies: the metrics fed from here count the claims, from their active
+            # events where someone wants those, else from one `claimed` row per
+            # claim statement (manager.interest); claim_events: every active event.
             self._subscription = await self._manager.subscribe_events(
-                None, maxsize=self.feed_size, tokens=False, exact=False, prompt=False
+                None,
+                maxsize=self.feed_size,
+                tokens=False,
+                exact=False,
+                prompt=False,
+                active=self._manager.config.claim_events,
+                tallies=True,
             )
         self.started.set()
         await self._follow(self._subscription)

@@ -18,7 +18,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, gene
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 
 from pgqueue.db.queries import Q
-from pgqueue.manager.outbox import Event
+from pgqueue.manager.outbox import TALLY_TYPE, Event
 from pgqueue.server.bunqueue_metrics import BunqueueMetrics
 from pgqueue.server.rates import RateMeter
 from pgqueue.service import Service
@@ -324,6 +324,10 @@ class BrokerMetrics:
         durations: dict[str, list[float]] = {}  # per queue, in order: one child lookup each
         for event in events:
             queue, kind = event.queue, event.type
+            if kind == TALLY_TYPE:  # a claim statement's count, instead of its events
+                key = (queue, "active")
+                counts[key] = counts.get(key, 0) + _tally(event)
+                continue
             key = (queue, kind)
             counts[key] = counts.get(key, 0) + 1
             if kind == "completed":
@@ -460,3 +464,9 @@ class BrokerMetrics:
         """The Prometheus text exposition (pgqueue's series, then bunqueue's names)."""
         text = generate_latest(self.registry)
         return text + self.bunqueue.render() if self.bunqueue is not None else text
+
+
+def _tally(event: Event) -> int:
+    """The number of claims a ``claimed`` row counts."""
+    count = event.payload.get("count")
+    return count if isinstance(count, int) and not isinstance(count, bool) else 0

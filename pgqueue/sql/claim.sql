@@ -15,7 +15,8 @@
 -- the queue's gracePeriod; every lease ends by the job's timeout.
 -- Always returns at least one row: session_live, plan_needed, then the
 -- claimed job's columns (NULL when nothing was claimed).  Each claimed job's
--- `active` event is written only while someone wants it (see the events CTE).  :now is the clock
+-- `active` event is written only while someone wants it, else one `claimed`
+-- tally row while a broker server counts the claims (see the wanted CTE).  :now is the clock
 -- due-ness and TTL expiry are judged against (NULL: the database clock; a test
 -- passes a later instant to move time); the lease is set on the database clock.
 WITH clock AS (
@@ -68,23 +69,34 @@ WITH clock AS (
     FROM locked, settings s
     WHERE j.namespace = :namespace AND j.id = locked.id
     RETURNING j.*
+), wanted AS (
+    -- Who wants this claim's events: the jobs' own (a broker with a subscriber of
+    -- the queue or of every queue, a webhook of job.started: migration 0027), else
+    -- one tally row (a broker server counting the claims, queue '*': migration
+    -- 0029).  The empty guard read FOR KEY SHARE holds its ROW SHARE lock from
+    -- before this statement's snapshot to the commit: what a registration
+    -- (interest_hold, then interest_wait) waits out.
+    SELECT EXISTS (SELECT 1 FROM pgqueue_event_interest i
+                   WHERE i.namespace = :namespace AND i.queue IN (:queue, ''))
+           OR EXISTS (SELECT 1 FROM pgqueue_webhooks w
+                      WHERE w.namespace = :namespace AND w.enabled
+                        AND 'job.started' = ANY (w.events)
+                        AND (w.queue IS NULL OR w.queue = :queue)) AS events,
+           EXISTS (SELECT 1 FROM pgqueue_event_interest i
+                   WHERE i.namespace = :namespace AND i.queue = '*') AS tally
+    WHERE NOT EXISTS (SELECT 1 FROM pgqueue_claim_guard FOR KEY SHARE)
 ), events AS (
     INSERT INTO pgqueue_events (namespace, queue, job_id, type, payload)
     SELECT :namespace, c.queue, c.id, 'active',
            jsonb_build_object('attempt', c.attempts + 1, 'broker', :broker_id::text)
     FROM claimed c
-    -- Only when someone wants them: a broker with a subscriber of the queue (or of
-    -- every queue), or a webhook of job.started (migration 0027).  The empty guard
-    -- read FOR KEY SHARE holds its ROW SHARE lock from before this statement's
-    -- snapshot to the commit: what a registration (interest_hold, then
-    -- interest_wait) waits out.
-    WHERE (EXISTS (SELECT 1 FROM pgqueue_event_interest i
-                   WHERE i.namespace = :namespace AND i.queue IN (:queue, ''))
-           OR EXISTS (SELECT 1 FROM pgqueue_webhooks w
-                      WHERE w.namespace = :namespace AND w.enabled
-                        AND 'job.started' = ANY (w.events)
-                        AND (w.queue IS NULL OR w.queue = :queue)))
-      AND NOT EXISTS (SELECT 1 FROM pgqueue_claim_guard FOR KEY SHARE)
+    WHERE (SELECT w.events FROM wanted w)
+), tally AS (
+    -- The claims' count, one row per statement, when their events are not written.
+    INSERT INTO pgqueue_events (namespace, queue, job_id, type, payload)
+    SELECT :namespace, :queue, NULL, 'claimed', json_build_object('count', n.count)
+    FROM (SELECT count(*) AS count FROM claimed) n, wanted w
+    WHERE n.count > 0 AND w.tally AND NOT w.events
 )
 SELECT s.live AS session_live, NOT st.paused AND st.plan_needed AS plan_needed, c.*
 FROM session s

@@ -48,6 +48,8 @@ FAST_BROKER = (
     f"session_stale_ms={SESSION_STALE_MS}",
     "--set",
     f"reaper_interval_ms={REAPER_MS}",
+    "--set",
+    "claim_events=true",  # the checker reads every claim's active event
     "--lease-ms",
     "5000",
 )

@@ -51,3 +51,11 @@ def test_a_run_of_events_counts_as_each_event_alone() -> None:
         'pgqueue_processing_seconds_count{queue="a"} 2.0',
     ]:
         assert line in series
+
+
+def test_a_claim_tally_counts_as_its_claims_active_events() -> None:
+    events, tallied = BrokerMetrics(), BrokerMetrics()
+    events.observe_events([_event(i, "a", "active", attempt=1) for i in range(1, 6)])
+    tallied.observe_events([_event(1, "a", "claimed", count=3), _event(2, "a", "claimed", count=2)])
+    assert _series(tallied) == _series(events)
+    assert tallied.pull_rate.rate() == events.pull_rate.rate()
