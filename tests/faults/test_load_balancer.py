@@ -43,6 +43,8 @@ ROOT = Path(__file__).resolve().parents[2]
 CLUSTER = [sys.executable, str(ROOT / "scripts" / "cluster.py")]
 CHECK = HealthCheck(inter_ms=500, fall=2, rise=1)
 LEASE_MS = 5000
+CLIENT_TIMEOUT_MS = 150_000
+"""How long an official client's scenario may run before it reports a timeout."""
 
 pytestmark = pytest.mark.timeout(240)
 
@@ -198,7 +200,7 @@ async def ts_client(
         "PGQ_STOP_FILE": str(stop_file),
         "PGQ_HISTORY_FILE": str(tmp_path / "ts-history.json"),
         "PGQ_LOCK_MS": str(LEASE_MS),
-        "PGQ_TIMEOUT_MS": "150000",
+        "PGQ_TIMEOUT_MS": str(CLIENT_TIMEOUT_MS),
     }
     script = ROOT / "tests" / "acceptance" / "clients" / "ts" / "lb_history.ts"
     process = await asyncio.create_subprocess_exec(
@@ -233,7 +235,7 @@ async def py_client(
         "PGQ_STOP_FILE": str(stop_file),
         "PGQ_HISTORY_FILE": str(tmp_path / "py-history.json"),
         "PGQ_LOCK_MS": str(LEASE_MS),
-        "PGQ_TIMEOUT_MS": "150000",
+        "PGQ_TIMEOUT_MS": str(CLIENT_TIMEOUT_MS),
     }
     python = os.environ.get("PGQUEUE_PYTHON", sys.executable)
     process = await asyncio.create_subprocess_exec(
@@ -256,7 +258,12 @@ async def finish_client(
     process: asyncio.subprocess.Process, history_file: Path, what: str
 ) -> dict[str, Any]:
     """Wait for an official client's scenario to end; its history."""
-    stdout, stderr = await asyncio.wait_for(process.communicate(), timeout=90)
+    # The scenario ends itself CLIENT_TIMEOUT_MS after its start, reporting what it
+    # had seen (the jobs whose completion it still waited for): wait past that, so a
+    # failure says which, rather than only that it did not exit.
+    stdout, stderr = await asyncio.wait_for(
+        process.communicate(), timeout=CLIENT_TIMEOUT_MS / 1000 + 15
+    )
     assert process.returncode == 0, f"{what}:\n{stdout.decode()[-3000:]}\n{stderr.decode()[-3000:]}"
     history: dict[str, Any] = json.loads(await asyncio.to_thread(history_file.read_text))
     return history
