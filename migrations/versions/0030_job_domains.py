@@ -26,17 +26,19 @@ and planned once per backend (the type cache) and only compiled per statement.
   without a sequence number already fails (as a NOT NULL violation of ``sort_key``).
 - ``pgqueue_jobs_lease_check`` (two columns) stays a table CHECK.
 
-No rewrite: each column first becomes a domain without constraints (binary
-coercible: the catalog changes, the heap and the indexes stay), then the domains get
-their constraints, which validates the rows by a scan.  A client sees the base types
+No table rewrite: each column first becomes a domain without constraints (binary
+coercible: the catalog changes, the heap stays), then the domains get their
+constraints, which validates the rows by a scan.  The seven partial indexes whose
+predicate names ``state`` are rebuilt (PostgreSQL reuses no index with a predicate
+across a column type change), under the migration's ACCESS EXCLUSIVE lock of the
+table: on a large backlog that is the migration's cost.  A client sees the base types
 (the server describes a domain-typed result column by its base type), and every
 statement passes its values as text or integers, which the insert coerces.
 
 Brokers of 0029 run on this schema unchanged (the same statements; a value they
-write is checked by the same rules, with SQLSTATE 23514 as before).  A statement an
-older broker prepared before the upgrade that returns one of these columns is
-re-prepared once (the server reports ``cached plan must not change result type``,
-which asyncpg answers by re-preparing outside a transaction).
+write is checked by the same rules, with SQLSTATE 23514 as before): a 0029 manager
+kept pushing, claiming and acknowledging with its prepared statements across a live
+upgrade to this revision, without an error.
 """
 
 from __future__ import annotations
