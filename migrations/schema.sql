@@ -4,6 +4,20 @@
 
 SET check_function_bodies = false;
 
+-- Domains
+
+CREATE DOMAIN public.pgqueue_backoff_type AS text
+    CONSTRAINT pgqueue_backoff_type_check CHECK ((VALUE = ANY (ARRAY['exponential'::text, 'fixed'::text])));
+
+CREATE DOMAIN public.pgqueue_count AS integer
+    CONSTRAINT pgqueue_count_check CHECK ((VALUE >= 0));
+
+CREATE DOMAIN public.pgqueue_job_state AS text
+    CONSTRAINT pgqueue_job_state_check CHECK ((VALUE = ANY (ARRAY['pending'::text, 'active'::text, 'waiting-children'::text])));
+
+CREATE DOMAIN public.pgqueue_max_attempts AS integer
+    CONSTRAINT pgqueue_max_attempts_check CHECK ((VALUE >= 1));
+
 -- Functions
 
 CREATE OR REPLACE FUNCTION public.pgqueue_dlq_expires_at(entered_at timestamp with time zone, config jsonb)
@@ -219,7 +233,7 @@ CREATE TABLE public.pgqueue_jobs (
     queue text COLLATE "C" NOT NULL,
     name text NOT NULL,
     data json NOT NULL,
-    state text NOT NULL,
+    state public.pgqueue_job_state NOT NULL,
     priority integer DEFAULT 0 NOT NULL,
     lifo boolean DEFAULT false NOT NULL,
     lifo_seq bigint,
@@ -231,9 +245,9 @@ CASE
 END) STORED NOT NULL,
     created_at timestamp with time zone NOT NULL,
     expires_at timestamp with time zone,
-    attempts integer DEFAULT 0 NOT NULL,
-    max_attempts integer DEFAULT 3 NOT NULL,
-    backoff_type text DEFAULT 'exponential'::text NOT NULL,
+    attempts public.pgqueue_count DEFAULT 0 NOT NULL,
+    max_attempts public.pgqueue_max_attempts DEFAULT 3 NOT NULL,
+    backoff_type public.pgqueue_backoff_type DEFAULT 'exponential'::text NOT NULL,
     backoff_ms bigint DEFAULT 1000 NOT NULL,
     backoff_max_ms bigint DEFAULT 3600000 NOT NULL,
     timeout_ms bigint,
@@ -263,7 +277,7 @@ END) STORED NOT NULL,
     last_error text,
     stacktrace json,
     opts jsonb DEFAULT '{}'::jsonb NOT NULL,
-    dlq_retry_count integer DEFAULT 0 NOT NULL,
+    dlq_retry_count public.pgqueue_count DEFAULT 0 NOT NULL,
     dlq_last_retry_at timestamp with time zone,
     dlq_entered_at timestamp with time zone,
     token_salt uuid DEFAULT gen_random_uuid() NOT NULL,
@@ -765,25 +779,10 @@ ALTER TABLE ONLY public.pgqueue_job_logs
     ADD CONSTRAINT pgqueue_job_logs_pkey PRIMARY KEY (id);
 
 ALTER TABLE ONLY public.pgqueue_jobs
-    ADD CONSTRAINT pgqueue_jobs_attempts_check CHECK (((max_attempts >= 1) AND (attempts >= 0)));
-
-ALTER TABLE ONLY public.pgqueue_jobs
-    ADD CONSTRAINT pgqueue_jobs_backoff_type_check CHECK ((backoff_type = ANY (ARRAY['exponential'::text, 'fixed'::text])));
-
-ALTER TABLE ONLY public.pgqueue_jobs
-    ADD CONSTRAINT pgqueue_jobs_dlq_retry_count_check CHECK ((dlq_retry_count >= 0));
-
-ALTER TABLE ONLY public.pgqueue_jobs
-    ADD CONSTRAINT pgqueue_jobs_lease_check CHECK (((state <> 'active'::text) OR ((lease_token IS NOT NULL) AND (lease_until IS NOT NULL))));
-
-ALTER TABLE ONLY public.pgqueue_jobs
-    ADD CONSTRAINT pgqueue_jobs_lifo_check CHECK (((NOT lifo) OR (lifo_seq IS NOT NULL)));
+    ADD CONSTRAINT pgqueue_jobs_lease_check CHECK ((((state)::text <> 'active'::text) OR ((lease_token IS NOT NULL) AND (lease_until IS NOT NULL))));
 
 ALTER TABLE ONLY public.pgqueue_jobs
     ADD CONSTRAINT pgqueue_jobs_pkey PRIMARY KEY (namespace, id);
-
-ALTER TABLE ONLY public.pgqueue_jobs
-    ADD CONSTRAINT pgqueue_jobs_state_check CHECK ((state = ANY (ARRAY['pending'::text, 'active'::text, 'waiting-children'::text])));
 
 ALTER TABLE ONLY public.pgqueue_leaders
     ADD CONSTRAINT pgqueue_leaders_pkey PRIMARY KEY (namespace, name);
@@ -891,19 +890,19 @@ CREATE INDEX pgqueue_finished_unique_key_idx ON public.pgqueue_finished USING bt
 
 CREATE INDEX pgqueue_job_logs_job_idx ON public.pgqueue_job_logs USING btree (namespace, job_id, id);
 
-CREATE INDEX pgqueue_jobs_active_idx ON public.pgqueue_jobs USING btree (namespace, queue) WHERE (state = 'active'::text);
+CREATE INDEX pgqueue_jobs_active_idx ON public.pgqueue_jobs USING btree (namespace, queue) WHERE ((state)::text = 'active'::text);
 
-CREATE INDEX pgqueue_jobs_claim_idx ON public.pgqueue_jobs USING btree (namespace, queue, priority DESC, sort_key, id) WHERE ((state = 'pending'::text) AND (group_id IS NULL));
+CREATE INDEX pgqueue_jobs_claim_idx ON public.pgqueue_jobs USING btree (namespace, queue, priority DESC, sort_key, id) WHERE (((state)::text = 'pending'::text) AND (group_id IS NULL));
 
-CREATE INDEX pgqueue_jobs_expiry_idx ON public.pgqueue_jobs USING btree (namespace, expires_at) WHERE ((state = 'pending'::text) AND (expires_at IS NOT NULL));
+CREATE INDEX pgqueue_jobs_expiry_idx ON public.pgqueue_jobs USING btree (namespace, expires_at) WHERE (((state)::text = 'pending'::text) AND (expires_at IS NOT NULL));
 
-CREATE INDEX pgqueue_jobs_group_active_idx ON public.pgqueue_jobs USING btree (namespace, queue, group_id) WHERE ((state = 'active'::text) AND (group_id IS NOT NULL));
+CREATE INDEX pgqueue_jobs_group_active_idx ON public.pgqueue_jobs USING btree (namespace, queue, group_id) WHERE (((state)::text = 'active'::text) AND (group_id IS NOT NULL));
 
-CREATE INDEX pgqueue_jobs_group_claim_idx ON public.pgqueue_jobs USING btree (namespace, queue, group_id, priority, sort_key, id) WHERE ((state = 'pending'::text) AND (group_id IS NOT NULL));
+CREATE INDEX pgqueue_jobs_group_claim_idx ON public.pgqueue_jobs USING btree (namespace, queue, group_id, priority, sort_key, id) WHERE (((state)::text = 'pending'::text) AND (group_id IS NOT NULL));
 
-CREATE INDEX pgqueue_jobs_lease_idx ON public.pgqueue_jobs USING btree (namespace, lease_until) WHERE (state = 'active'::text);
+CREATE INDEX pgqueue_jobs_lease_idx ON public.pgqueue_jobs USING btree (namespace, lease_until) WHERE ((state)::text = 'active'::text);
 
-CREATE INDEX pgqueue_jobs_listing_idx ON public.pgqueue_jobs USING btree (namespace, queue, state, created_at, id) WHERE (state <> 'active'::text);
+CREATE INDEX pgqueue_jobs_listing_idx ON public.pgqueue_jobs USING btree (namespace, queue, state, created_at, id) WHERE ((state)::text <> 'active'::text);
 
 CREATE INDEX pgqueue_jobs_parent_idx ON public.pgqueue_jobs USING btree (namespace, parent_id) WHERE (parent_id IS NOT NULL);
 

@@ -97,7 +97,9 @@ def _render(conn: psycopg.Connection[Any], schema: str, prefix: str) -> str:
     # body is checked only when it runs).  SQL functions come first: columns use them.
     on_tables = [f for f in functions if "LANGUAGE plpgsql" in f]
     api = [_function(row) for row in _rows(conn, Q.catalog_api_functions)]
+    domains = [_domain(prefix, row) for row in _rows(conn, Q.catalog_domains, schema=schema)]
     sections: list[tuple[str, list[str]]] = [
+        ("Domains", domains),
         ("Functions", [f for f in functions if f not in on_tables]),
         ("Sequences", [_sequence(prefix, row) for row in sequences]),
         (
@@ -162,6 +164,15 @@ def _sequence(prefix: str, row: Row) -> str:
         f"    START WITH {row['start']} INCREMENT BY {row['increment']}\n"
         f"    MINVALUE {row['minimum']} MAXVALUE {row['maximum']} CACHE {row['cache']}{cycle};"
     )
+
+
+def _domain(prefix: str, row: Row) -> str:
+    text = f"CREATE DOMAIN {prefix}{row['name']} AS {row['type']}"
+    if row["expression"] is not None:
+        text += f" DEFAULT {row['expression']}"
+    if row["not_null"]:
+        text += " NOT NULL"
+    return text + "".join(f"\n    {constraint}" for constraint in row["constraints"]) + ";"
 
 
 def _with(options: Sequence[str]) -> str:

@@ -26,6 +26,21 @@ ORDER BY p.proname, arguments
 WHERE n.nspname = 'pgqueue'
 ORDER BY p.proname, arguments
 
+-- name: catalog_domains
+-- Domains named pgqueue_* in schema :schema: base type, NOT NULL, default and CHECK
+-- constraints (name and definition, in name order).
+SELECT quote_ident(t.typname) AS name,
+       format_type(t.typbasetype, t.typtypmod) AS type,
+       t.typnotnull AS not_null,
+       t.typdefault AS expression,
+       coalesce((SELECT array_agg('CONSTRAINT ' || quote_ident(c.conname) || ' '
+                                  || pg_get_constraintdef(c.oid) ORDER BY c.conname)
+                 FROM pg_constraint c WHERE c.contypid = t.oid), '{}') AS constraints
+FROM pg_type t
+JOIN pg_namespace n ON n.oid = t.typnamespace
+WHERE n.nspname = :schema AND t.typtype = 'd' AND t.typname LIKE 'pgqueue\_%'
+ORDER BY t.typname
+
 -- name: catalog_sequences
 -- Sequences named pgqueue_* in schema :schema (not those behind identity columns),
 -- with the column that owns each one, if any.
