@@ -60,6 +60,7 @@ KNOWN_REVISIONS = (
     "0027",
     "0028",
     "0029",
+    "0032",
 )
 SCHEMA_VERSION = KNOWN_REVISIONS[-1]
 # The first revision that declares, in ``pgqueue_schema_compat``, the oldest pgqueue
