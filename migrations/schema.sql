@@ -890,7 +890,7 @@ CREATE INDEX pgqueue_finished_unique_key_idx ON public.pgqueue_finished USING bt
 
 CREATE INDEX pgqueue_job_logs_job_idx ON public.pgqueue_job_logs USING btree (namespace, job_id, id);
 
-CREATE INDEX pgqueue_jobs_active_idx ON public.pgqueue_jobs USING btree (namespace, queue) WHERE ((state)::text = 'active'::text);
+CREATE INDEX pgqueue_jobs_active_idx ON public.pgqueue_jobs USING btree (namespace, queue, lease_until) WHERE ((state)::text = 'active'::text);
 
 CREATE INDEX pgqueue_jobs_claim_idx ON public.pgqueue_jobs USING btree (namespace, queue, priority DESC, sort_key, id) WHERE (((state)::text = 'pending'::text) AND (group_id IS NULL));
 
@@ -899,8 +899,6 @@ CREATE INDEX pgqueue_jobs_expiry_idx ON public.pgqueue_jobs USING btree (namespa
 CREATE INDEX pgqueue_jobs_group_active_idx ON public.pgqueue_jobs USING btree (namespace, queue, group_id) WHERE (((state)::text = 'active'::text) AND (group_id IS NOT NULL));
 
 CREATE INDEX pgqueue_jobs_group_claim_idx ON public.pgqueue_jobs USING btree (namespace, queue, group_id, priority, sort_key, id) WHERE (((state)::text = 'pending'::text) AND (group_id IS NOT NULL));
-
-CREATE INDEX pgqueue_jobs_lease_idx ON public.pgqueue_jobs USING btree (namespace, lease_until) WHERE ((state)::text = 'active'::text);
 
 CREATE INDEX pgqueue_jobs_listing_idx ON public.pgqueue_jobs USING btree (namespace, queue, state, created_at, id) WHERE ((state)::text <> 'active'::text);
 

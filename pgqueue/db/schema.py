@@ -61,6 +61,7 @@ KNOWN_REVISIONS = (
     "0028",
     "0029",
     "0030",
+    "0031",
 )
 SCHEMA_VERSION = KNOWN_REVISIONS[-1]
 # The first revision that declares, in ``pgqueue_schema_compat``, the oldest pgqueue

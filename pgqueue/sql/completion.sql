@@ -81,10 +81,41 @@ WITH input AS (
          WITH ORDINALITY AS t(id, token, fence, expected_state, outcome, result,
                               failed_reason, error, stacktrace, attempt_entry,
                               attempts_inc, remove, keep, ord)
+), target AS (
+    -- Each element's row by primary-key probes of its own (subplans: no join order
+    -- to choose), and the delete below led by their tids: with a join on
+    -- `j.namespace = :namespace` and no statistics (autovacuum off, a table never
+    -- analyzed) the planner believed the namespace holds a handful of rows and
+    -- hash-joined a scan of all of them into every ACK.  A tid names one row
+    -- version: `seen` is the one this statement's snapshot sees; `newest`, locked
+    -- only when it passes the compare-and-set (a lost ACK leaves the row to the
+    -- reaper's SKIP LOCKED), waits out a concurrent writer (a renewal) and is the
+    -- version the delete then meets when it follows `seen`'s update chain (no one
+    -- can write it before this statement ends), so such a row is deleted after its
+    -- conditions are checked again on its newest version, as a join by the key does.
+    SELECT (SELECT j.ctid FROM pgqueue_jobs j WHERE j.namespace = :namespace AND j.id = i.id)
+               AS seen,
+           (SELECT j.ctid FROM pgqueue_jobs j
+            WHERE j.namespace = :namespace
+              AND j.id = i.id
+              AND j.state = i.expected_state
+              AND j.fence = i.fence
+              AND (i.token IS NULL
+                   OR (j.lease_token = i.token AND j.lease_until > statement_timestamp()))
+              AND NOT (:skip_with_dependents::bool AND j.has_dependents)
+            FOR UPDATE) AS newest
+    FROM input i
 ), done AS (
     DELETE FROM pgqueue_jobs j
     USING input i
-    -- include: job_compare_and_set_leased
+    -- job_compare_and_set_leased, the rows named by their tids (of this namespace)
+    WHERE j.ctid = ANY (ARRAY(SELECT t.seen FROM target t UNION ALL
+                              SELECT t.newest FROM target t))
+      AND j.id = i.id
+      AND j.state = i.expected_state
+      AND j.fence = i.fence
+      AND (i.token IS NULL
+           OR (j.lease_token = i.token AND j.lease_until > statement_timestamp()))
       AND NOT (:skip_with_dependents::bool AND j.has_dependents)
       AND EXISTS (SELECT 1 FROM pgqueue_brokers b
                   WHERE b.namespace = :namespace AND b.broker_id = :broker_id AND b.session_id = :session_id::uuid)
