@@ -4,8 +4,8 @@ Each ``submit(queue, entry)`` joins its queue's open batch.  A batch leaves
 
 - at once when it holds ``max_jobs`` (50) jobs;
 - at the end of the current event-loop step when fewer than ``max_inflight``
-  batches are on the way (so a lone push pays no delay, and the pushes made
-  in one step — ``asyncio.gather`` of many ``add()`` — travel together);
+  batches are on the way (the pushes made in one step — ``asyncio.gather`` of
+  many ``add()`` — travel together);
 - otherwise when a batch in flight comes back, or after ``max_delay``
   (5 ms) at the latest.
 
@@ -21,10 +21,12 @@ travel alone (their admission can fail on its own, and takes the engine's
 slower graph path); two jobs with the same custom id or unique key never
 share a batch (each gets what a PUSH of its own would give).
 
-The entries are PUSHB entries by default; the embedded transport batches the
-engine's job specs the same way (``keys`` and ``solo`` say what a spec's
-custom id, unique key and solo-ness are), and sends a push at once when nothing
-is open or on its way (``direct_when_idle``: a lone push pays no loop step).
+With ``direct_when_idle`` (both transports use it) a push made when nothing is
+open or on its way is sent at once, in the caller's task: a lone push pays no
+loop step, no timer and no task; the pushes that come while it is on its way
+(the rest of a ``gather``) gather into a batch.  The entries are PUSHB entries
+by default; the embedded transport batches the engine's job specs the same way
+(``keys`` and ``solo`` say what a spec's custom id, unique key and solo-ness are).
 """
 
 from __future__ import annotations

@@ -24,8 +24,8 @@ import itertools
 import logging
 import ssl as ssl_module
 from collections import OrderedDict
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Iterable
+from typing import Any, SupportsIndex
 
 from pgqueue.errors import (
     AuthError,
@@ -49,6 +49,33 @@ HELLO = {"protocolVersion": 3, "capabilities": ["pipelining", "separate-job-name
 """What the SDK says on every connection: bunqueue v3, and 64-bit integers exactly."""
 
 
+class _FrameFeed(asyncio.StreamReader):
+    """A stream reader that hands each read to its connection as it arrives (in the
+    transport's callback) instead of buffering it for a reading task: an answer
+    reaches its request's future without a wake-up of the read loop in between.
+    Nothing is buffered, so reading never pauses; ``read`` only sees the end of the
+    stream (b"") or its error."""
+
+    on_data: Callable[[bytes], None] | None = None
+
+    def feed_data(self, data: Iterable[SupportsIndex]) -> None:
+        if self.on_data is None:
+            super().feed_data(data)
+        elif data:
+            self.on_data(data if type(data) is bytes else bytes(data))
+
+
+async def _open_stream(
+    host: str, port: int, ssl: ssl_module.SSLContext | None
+) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+    """``asyncio.open_connection`` with a :class:`_FrameFeed` for its reader."""
+    loop = asyncio.get_running_loop()
+    reader = _FrameFeed(limit=2**16, loop=loop)
+    protocol = asyncio.StreamReaderProtocol(reader, loop=loop)
+    transport, _ = await loop.create_connection(lambda: protocol, host, port, ssl=ssl)
+    return reader, asyncio.StreamWriter(transport, protocol, reader, loop)
+
+
 class Connection:
     """A pipelined protocol connection (use :meth:`open`)."""
 
@@ -65,9 +92,13 @@ class Connection:
         self.closed = asyncio.Event()
         self.failure: BaseException | None = None
         self.int64 = False  # the broker carries 64-bit integers exactly (its Hello says so)
-        now = asyncio.get_running_loop().time()
+        self._loop = asyncio.get_running_loop()
+        now = self._loop.time()
         self.last_heard = now  # loop time of the last bytes received
         self._busy_since = now  # loop time the requests in flight began (none: meaningless)
+        self._frames = FrameReader(2**32 - 1)
+        if isinstance(reader, _FrameFeed):
+            reader.on_data = self._received
         self._pump = asyncio.create_task(self._read_loop(), name=f"pgqueue:conn:{address}")
 
     @classmethod
@@ -95,7 +126,7 @@ class Connection:
         """
         try:
             async with asyncio.timeout(timeout):  # (wait_for can lose a cancellation)
-                reader, writer = await asyncio.open_connection(host, port, ssl=ssl)
+                reader, writer = await _open_stream(host, port, ssl)
         except (OSError, TimeoutError) as exc:
             raise ConnectionLost(f"cannot connect to {host}:{port}: {exc}") from exc
         connection = cls(reader, writer, f"{host}:{port}")
@@ -164,7 +195,7 @@ class Connection:
                 f"{message.get('cmd')}: a value cannot be sent: {exc}",
                 field=field if field in message else None,
             ) from exc
-        loop = asyncio.get_running_loop()
+        loop = self._loop
         future: asyncio.Future[dict[str, Any]] = loop.create_future()
         if not self._waiting:
             self._busy_since = loop.time()
@@ -213,18 +244,29 @@ class Connection:
         """The next frame that matched no request (answers without a reqId)."""
         return await asyncio.wait_for(self.events.get(), timeout)
 
+    def _received(self, data: bytes) -> None:
+        """Bytes from the broker (a :class:`_FrameFeed` reader, in its transport's
+        callback): their frames go to their requests at once."""
+        if self.failure is not None:
+            return
+        self.last_heard = self._loop.time()
+        try:
+            for body in self._frames.feed(data):
+                self._deliver(unpack(body))
+        except (ProtocolError, PgQueueError) as exc:
+            self.failure = exc
+            self._fail_all()
+
     async def _read_loop(self) -> None:
-        frames = FrameReader(2**32 - 1)
         try:
             while True:
-                data = await self._reader.read(65536)
-                if not data:
+                data = await self._reader.read(65536)  # a _FrameFeed: only the end
+                if not data or self.failure is not None:
                     break
-                self.last_heard = asyncio.get_running_loop().time()
-                for body in frames.feed(data):
-                    self._deliver(unpack(body))
+                self._received(data)
         except (OSError, ProtocolError, PgQueueError) as exc:
-            self.failure = exc
+            if self.failure is None:
+                self.failure = exc
         except asyncio.CancelledError:
             raise
         finally:

@@ -18,12 +18,15 @@ whole gap, so their age counts from its start.  :class:`LoopWatch` sees the gaps
 
 from __future__ import annotations
 
+import _socket
 import asyncio
 import contextlib
 import math
 import socket
 
-__all__ = ["LoopWatch", "peer_closed", "request_deadline_ms"]
+__all__ = ["LoopWatch", "peer_closed", "peer_closed_fd", "request_deadline_ms"]
+
+_PEEK = socket.MSG_PEEK | socket.MSG_DONTWAIT
 
 TICK_S = 0.05
 SLACK_S = 0.05
@@ -96,13 +99,24 @@ def peer_closed(sock: object) -> bool:
         return False
     try:
         fd = fileno()
-        if fd < 0:
-            return True
-        # Borrow the descriptor (no dup and close, no family probes); detach() gives it
-        # back without closing it.
-        peek = socket.socket(sock.family, sock.type, sock.proto, fileno=fd)  # type: ignore[attr-defined]
+        family, kind, proto = int(sock.family), int(sock.type), int(sock.proto)  # type: ignore[attr-defined]
+    except OSError:
+        return True
+    return peer_closed_fd(fd, family, kind, proto)
+
+
+def peer_closed_fd(fd: int, family: int, kind: int, proto: int) -> bool:
+    """:func:`peer_closed` of the socket on descriptor ``fd`` (negative: closed) of that
+    family, type and protocol (read once per connection: each read of them from a
+    transport's socket builds enum members)."""
+    if fd < 0:
+        return True
+    try:
+        # Borrow the descriptor (no dup and close, no family probes, the C type without
+        # the Python wrapper's __init__); detach() gives it back without closing it.
+        peek = _socket.socket(family, kind, proto, fd)
         try:
-            return peek.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT) == b""
+            return peek.recv(1, _PEEK) == b""
         finally:
             peek.detach()
     except BlockingIOError:

@@ -39,7 +39,7 @@ from pgqueue.protocol import (
     unpack,
 )
 from pgqueue.server.dispatch import dispatch, error_response
-from pgqueue.server.freshness import LoopWatch, peer_closed, request_deadline_ms
+from pgqueue.server.freshness import LoopWatch, peer_closed, peer_closed_fd, request_deadline_ms
 from pgqueue.server.request import ClientState
 
 if TYPE_CHECKING:
@@ -53,6 +53,15 @@ log = logging.getLogger("pgqueue.tcp")
 # Served at once, without a slot of the in-flight window: the SDK's liveness check
 # (pgqueue/client/pool.py) must hear from a broker that is slow but alive.
 UNQUEUED = frozenset({"Ping"})
+
+
+def _socket_kind(sock: Any) -> tuple[Any, tuple[int, int, int] | None]:
+    """A transport's socket and its (family, type, proto), read once (None: not a socket
+    whose descriptor can be peeked, e.g. none at all)."""
+    try:
+        return sock, (int(sock.family), int(sock.type), int(sock.proto))
+    except (AttributeError, OSError, TypeError, ValueError):
+        return sock, None
 
 
 class TcpConnection:
@@ -76,7 +85,9 @@ class TcpConnection:
         self._waiting = 0  # of those, the frames still waiting for one
         self._room = asyncio.Event()
         self.peer = writer.get_extra_info("peername")
-        self._last_read = asyncio.get_running_loop().time()
+        self._loop = asyncio.get_running_loop()
+        self._last_read = self._loop.time()
+        self._sock, self._sock_kind = _socket_kind(writer.get_extra_info("socket"))
         self._partial_since: float | None = None  # when the incomplete frame began
         self._paused_once = False
 
@@ -165,7 +176,7 @@ class TcpConnection:
             )
 
     def _start(self, serving: Coroutine[Any, Any, None], *, windowed: bool) -> None:
-        task = asyncio.create_task(serving)
+        task = self._loop.create_task(serving)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
         if windowed:
@@ -178,7 +189,15 @@ class TcpConnection:
 
     def _peer_gone(self) -> bool:
         """The client closed (or reset) its end: nobody waits for these answers."""
-        return self.reader.at_eof() or peer_closed(self.writer.get_extra_info("socket"))
+        if self.reader.at_eof():
+            return True
+        if self._sock_kind is None:
+            return peer_closed(self._sock)
+        try:
+            fd = self._sock.fileno()
+        except OSError:
+            return True
+        return peer_closed_fd(fd, *self._sock_kind)
 
     async def _admit(self, body: bytes, arrived: float, gone: bool) -> None:
         """Start serving one frame: a Ping at once, anything else in the window
@@ -228,7 +247,7 @@ class TcpConnection:
         except ValueError as exc:
             self.send(error_response(str(exc), req_id))
             return False
-        age = (asyncio.get_running_loop().time() - arrived) * 1000
+        age = (self._loop.time() - arrived) * 1000
         if deadline is None or age <= deadline:
             return True
         log.warning(
