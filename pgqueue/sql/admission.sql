@@ -159,7 +159,10 @@ FROM inserted n, hint h
 -- The 'pushed' events of the jobs `inserted` by job_insert_uniform, whose payload is the
 -- same for every job of the batch (job_rows_events' payload of the batch-wide columns:
 -- run_at - statement_timestamp() is the delay), built once; returns one row: jobs (how
--- many were inserted), hint_first, hint_last.
+-- many were inserted), hint_first, hint_last.  The payload's subquery is kept apart
+-- (OFFSET 0: not pulled up into the insert's rows) and cast to the column's json there,
+-- so the object is built and printed once per statement, not once per job (the same
+-- text: job_rows_events' jsonb printed as json; docs/performance.md).
 , events AS (
     INSERT INTO pgqueue_events (namespace, queue, job_id, type, payload)
     SELECT :namespace, n.queue, n.id, 'pushed', p.payload
@@ -170,7 +173,8 @@ FROM inserted n, hint h
                                    WHEN :delay_ms_batch::bigint > 0 THEN 'delayed'
                                    WHEN :priority_batch::int > 0 THEN 'prioritized'
                                    ELSE 'waiting' END,
-                     'delay', greatest(0, :delay_ms_batch::bigint)) AS payload) p
+                     'delay', greatest(0, :delay_ms_batch::bigint))::json AS payload
+          OFFSET 0) p
     RETURNING id
 )
 SELECT count(*) AS jobs, min(e.id) AS hint_first, max(e.id) AS hint_last FROM events e
