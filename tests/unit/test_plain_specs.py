@@ -80,10 +80,21 @@ def test_plain_specs_are_the_specs_build_job_spec_makes() -> None:
     names = ["a", "b", "a"]
     datas: list[Any] = [{"i": 1, "t": 2.5}, None, "é"]
     specs = plain_specs("q", names, datas, max_payload_bytes=1024)
-    assert specs == [
+    built = [
         build_job_spec("q", name, data, {}, max_payload_bytes=1024)
         for name, data in zip(names, datas, strict=True)
     ]
+    assert specs is not None and len(specs) == 3
+    assert list(specs) == built
+    assert [specs[i] for i in range(3)] == built and specs[-1] == built[-1]
+    assert list(specs[1:]) == built[1:] and specs[1:].queue == "q"
+    assert not specs.uniform and specs.longest == len('{"i":1,"t":2.5}')
+
+
+def test_plain_specs_of_one_name_say_so() -> None:
+    specs = plain_specs("q", ["a", "a"], [1, 22], max_payload_bytes=1024)
+    assert specs is not None and specs.uniform and specs.names == ["a", "a"]
+    assert specs.texts == ["1", "22"] and specs.within(8) and not specs.within(7)
 
 
 @pytest.mark.parametrize(
