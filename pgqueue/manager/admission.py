@@ -26,7 +26,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from operator import attrgetter
-from typing import Final
+from typing import Final, cast
 
 import orjson
 
@@ -220,14 +220,17 @@ _COLUMN_NAMES: Final = (*_SPEC_COLUMNS, "pending_deps", "has_dependents")
 
 def _uniform_args(args: dict[str, object], count: int) -> dict[str, object] | None:
     """The parameters of ``job_insert_uniform`` from ``job_insert_fresh``'s ``args``
-    (``count`` jobs), or None when a column other than the data differs between jobs."""
+    (``count`` jobs), or None when a column other than the data differs between jobs:
+    the ids and the data each as one value (one text, one JSON array)."""
     if any(args[name] is not None for name in _COLUMN_NAMES if name != "data"):
         return None
     uniform = {name: args[name] for name in args if name.endswith("_batch")}
     data = args["data"]
+    texts = cast("list[str]", data if data is not None else [args["data_batch"]] * count)
+    ids = cast("list[str]", args["ids"])
     uniform["namespace"] = args["namespace"]
-    uniform["ids"] = args["ids"]
-    uniform["data"] = data if data is not None else [args["data_batch"]] * count
+    uniform["ids"] = ",".join(ids)  # fresh UUIDv7s: no comma in any
+    uniform["data"] = f"[{','.join(texts)}]"  # each a JSON text: one JSON array
     del uniform["data_batch"]
     return uniform
 
