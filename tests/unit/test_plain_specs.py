@@ -11,8 +11,10 @@ from typing import Any
 
 import pytest
 
+from pgqueue.errors import ValidationError
 from pgqueue.jsontext import flat_values_ok, value_error
-from pgqueue.manager.options import build_job_spec, plain_specs
+from pgqueue.manager.bulk import bulk_specs
+from pgqueue.manager.options import PlainSpecs, build_job_spec, plain_specs
 
 
 class Colour(enum.Enum):
@@ -113,3 +115,19 @@ def test_a_batch_with_a_doubtful_job_is_left_to_the_per_job_check(
     names: list[Any], datas: list[Any]
 ) -> None:
     assert plain_specs("q", names, datas, max_payload_bytes=1024) is None
+
+
+def test_a_bulk_push_of_jobs_without_options_is_checked_as_one_batch() -> None:
+    jobs: list[dict[str, Any]] = [{"name": "a", "data": 1}, {"data": {"k": "v"}}]
+    specs = bulk_specs("q", jobs, max_payload_bytes=1024)
+    assert type(specs) is PlainSpecs
+    assert list(specs) == [
+        build_job_spec("q", "a", 1, {}, max_payload_bytes=1024),
+        build_job_spec("q", "default", {"k": "v"}, {}, max_payload_bytes=1024),
+    ]
+    with_options = bulk_specs(
+        "q", [{"name": "a", "data": 1, "priority": 2}], max_payload_bytes=1024
+    )
+    assert type(with_options) is list and with_options[0].priority == 2
+    with pytest.raises(ValidationError, match=r"jobs\[1\]"):
+        bulk_specs("q", [{"name": "a"}, {"name": ""}], max_payload_bytes=1024)
