@@ -4,8 +4,10 @@ The plain batch is one multi-row statement (jobs + 'pushed' events + queue
 registry + one NOTIFY hint); a single fresh job takes its one-row twin, which skips
 the registry row when this manager registered the queue already
 (:mod:`pgqueue.manager.registry`), and a fresh batch whose jobs differ only in id
-and data (a bulk push of plain jobs) takes ``job_insert_uniform``: two arrays, the
-events' payload built once and one row back.  Conflicts on a custom id or a live unique key
+and data (a bulk push of plain jobs) takes ``job_insert_uniform``: the ids and the
+data as one value each, the events' payload built once and one row back; a batch of
+:class:`~pgqueue.manager.options.PlainSpecs` is read from its columns (no spec
+object per job).  Conflicts on a custom id or a live unique key
 are resolved in that statement (``ON CONFLICT DO NOTHING``); the skipped rows
 are then mapped to the live job that holds the id or key, which is what the
 caller gets back (G4: one job per custom id, whatever broker the pushes hit).

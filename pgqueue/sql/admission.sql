@@ -248,7 +248,7 @@ FROM inserted n, hint h
 
 -- name: job_insert_uniform
 -- job_insert_fresh for a batch whose jobs differ only in their id and data (a bulk push
--- of jobs with the same name and options: pgqueue.manager.admission): two arrays
+-- of jobs with the same name and options: pgqueue.manager.admission): two columns
 -- unnested instead of 26, the events' payload built once, and one row back (jobs,
 -- hint_first, hint_last) instead of one per job (docs/performance.md).  :namespace,
 -- :ids (text: the fresh ids joined by ','), :data (json: an array of the jobs' data, in
