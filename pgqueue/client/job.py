@@ -38,6 +38,7 @@ class Job:
         "_completed_in",
         "_raw",
         "_released",
+        "_stacktrace",
         "_transport",
         "_view",
         "_waiter",
@@ -57,7 +58,6 @@ class Job:
         "progress",
         "queue_name",
         "returnvalue",
-        "stacktrace",
         "stall_timeout",
         "state",
         "timeout",
@@ -104,7 +104,7 @@ class Job:
         self.finished_on: float | None = _float(raw.get("completedAt"))
         self.returnvalue: Any = raw.get("returnvalue")
         self.failed_reason: str | None = raw.get("failedReason")
-        self.stacktrace: list[str] = list(raw.get("stacktrace") or [])
+        self._stacktrace: list[str] | None = list(raw.get("stacktrace") or [])
         self.parent_id: str | None = raw.get("parentId")
         self.state: str | None = raw.get("state")
         self.timeout: int | None = raw.get("timeout", self.opts.get("timeout"))
@@ -153,7 +153,7 @@ class Job:
             job.finished_on = None
             job.returnvalue = None
             job.failed_reason = None
-            job.stacktrace = []
+            job._stacktrace = None  # made when first read: one tracked object less per job
             job.parent_id = None
             job.state = None
             job.timeout = own.get("timeout") if own else None
@@ -187,6 +187,17 @@ class Job:
             waiter=waiter,
             view=view,
         )
+
+    @property
+    def stacktrace(self) -> list[str]:
+        """The stack traces of the job's failed attempts (the transport's, as given)."""
+        if self._stacktrace is None:
+            self._stacktrace = []
+        return self._stacktrace
+
+    @stacktrace.setter
+    def stacktrace(self, value: list[str]) -> None:
+        self._stacktrace = value
 
     @property
     def raw(self) -> dict[str, Any]:

@@ -19,7 +19,8 @@ OPTS: list[dict[str, Any]] = [
 
 
 def _state(job: Job) -> dict[str, Any]:
-    return {name: getattr(job, name) for name in Job.__slots__ if name not in ("_raw", "_view")}
+    names = [name for name in Job.__slots__ if name not in ("_raw", "_view", "_stacktrace")]
+    return {name: getattr(job, name) for name in [*names, "stacktrace", "raw"]}
 
 
 async def _waiter(job_id: str, timeout: float | None) -> Any:  # pragma: no cover - not called
