@@ -10,6 +10,7 @@ import pytest
 
 from pgqueue.db.executor import Row
 from pgqueue.db.queries import Q, Query
+from pgqueue.manager.admission import CHUNK_SIZE
 from pgqueue.manager.options import PlainSpecs, plain_specs
 from pgqueue.runtime import PostgresQueueManager
 from tests.helpers import sql
@@ -117,3 +118,26 @@ async def test_a_batch_read_from_its_columns_writes_what_its_specs_write(
     )
     assert [r["id"] for r in rows] == by_columns
     assert [c.id for c in await manager.pull_batch("columns", 3)] == by_columns
+
+
+async def test_a_batch_read_from_its_columns_past_one_statement_commits_whole(
+    manager: PostgresQueueManager, db_dsn: str, namespace: str
+) -> None:
+    # More than admission.CHUNK_SIZE jobs: one transaction of several statements.
+    count = CHUNK_SIZE + 7
+    plain = plain_specs("long", ["n"] * count, list(range(count)), max_payload_bytes=1024)
+    assert type(plain) is PlainSpecs
+    ids = await manager.push_specs(plain)
+    rows = await sql(
+        db_dsn,
+        "SELECT j.id, j.data::text, (SELECT count(*) FROM pgqueue_events e"
+        " WHERE e.job_id = j.id AND e.type = 'pushed') AS events"
+        " FROM pgqueue_jobs j WHERE j.namespace = $1 ORDER BY j.sort_key, j.id",
+        namespace,
+    )
+    assert [r["id"] for r in rows] == ids and len(set(ids)) == count
+    assert [r["data"] for r in rows] == [str(i) for i in range(count)]
+    assert all(r["events"] == 1 for r in rows)
+    query = "SELECT count(DISTINCT xid) AS n FROM pgqueue_events WHERE namespace = $1"
+    [one] = await sql(db_dsn, query, namespace)
+    assert one["n"] == 1  # one transaction
