@@ -24,6 +24,7 @@ from pgqueue.client.transport import (
     FailRequest,
     JobInput,
     Lease,
+    PlainInputs,
     Renewal,
     TransportEvent,
     checked_spec,
@@ -157,6 +158,10 @@ class EmbeddedTransport:
         return await self.batcher.submit(queue, self._spec(queue, job))
 
     async def push_bulk(self, queue: str, jobs: Sequence[JobInput]) -> list[str]:
+        if type(jobs) is PlainInputs:
+            plain = jobs.specs  # checked_spec's rules, for the whole batch at once
+            if plain.queue == queue and plain.within(self.manager.config.max_payload_bytes):
+                return await self.manager.push_specs(plain)
         specs = [self._spec(queue, job, f"jobs[{i}]: ") for i, job in enumerate(jobs)]
         return await self.manager.push_specs(specs)
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Mapping, Sequence
+from itertools import repeat
 from typing import Any, NotRequired, TypedDict, Unpack
 
 from pgqueue.client._shared import TransportOwner, in_transaction_only
@@ -22,11 +23,10 @@ from pgqueue.client.events import QueueEvent, QueueEvents
 from pgqueue.client.job import Job
 from pgqueue.client.options import JobOptions, RepeatOptions, check_job, merge_options
 from pgqueue.client.schedulers import JobScheduler, SchedulerTemplate, scheduler_input
-from pgqueue.client.transport import DlqRedrive, JobInput, Transport
+from pgqueue.client.transport import DlqRedrive, JobInput, PlainInputs, Transport
 from pgqueue.config import MAX_PAYLOAD_BYTES_DEFAULT
 from pgqueue.errors import JobFailed, JobNotFound, ValidationError
 from pgqueue.manager.options import plain_specs
-from pgqueue.vocabulary.frozen import fast_maker
 from pgqueue.vocabulary.names import validate_job_id, validate_queue_name
 
 __all__ = ["MAX_BULK", "BulkJob", "Queue"]
@@ -36,7 +36,7 @@ _BULK_KEYS = frozenset({"name", "data", "opts"})
 """The keys of an ``add_bulk`` entry."""
 _PLAIN_KEYS = frozenset({"name", "data"})
 """The keys of an ``add_bulk`` entry without options."""
-_plain_input = fast_maker(JobInput)
+_NO_OPTS: Mapping[str, Any] = {}  # the options of a PlainInputs job (Job.pushed copies them)
 RECHECK_FIRST = 0.05
 RECHECK_MAX = 2.0
 
@@ -87,10 +87,11 @@ class Queue(TransportOwner):
         self, transport: Transport, ids: Sequence[str], jobs: Sequence[JobInput]
     ) -> list[Job]:
         waiter = self._wait_for_id  # one bound method for the batch, not one per job
-        return [
-            Job(transport, job_id, job.name, job.data, self.name, opts=job.opts, waiter=waiter)
-            for job_id, job in zip(ids, jobs, strict=True)
-        ]
+        if type(jobs) is PlainInputs:  # (no JobInput made per job)
+            fields = zip(jobs.specs.names, jobs.datas, repeat(_NO_OPTS))
+            return Job.pushed(transport, ids, fields, self.name, waiter)
+        fields_ = [(job.name, job.data, job.opts) for job in jobs]
+        return Job.pushed(transport, ids, fields_, self.name, waiter)
 
     async def add(
         self,
@@ -150,7 +151,7 @@ class Queue(TransportOwner):
             raise ValidationError(f"jobs[{i}]: opts must be a map", field="opts")
         return self._input(entry.get("name"), entry.get("data"), opts, prefix=f"jobs[{i}]: ")
 
-    def _plain_inputs(self, jobs: Sequence[BulkJob | Mapping[str, Any]]) -> list[JobInput]:
+    def _plain_inputs(self, jobs: Sequence[BulkJob | Mapping[str, Any]]) -> Sequence[JobInput]:
         """The inputs of ``jobs`` when none carries options (nor has the queue default
         ones), validated for the whole list at once (:func:`plain_specs`); empty when
         some entry needs the per-entry check, which then names its fault."""
@@ -169,9 +170,7 @@ class Queue(TransportOwner):
         )
         if specs is None:
             return []
-        return [
-            _plain_input(spec.name, data, {}, spec) for spec, data in zip(specs, datas, strict=True)
-        ]
+        return PlainInputs(specs, datas)
 
     async def _push_in(
         self, transport: Transport, connection: Any, jobs: Sequence[JobInput]

@@ -79,6 +79,7 @@ from pgqueue.client.transport import (
     FailRequest,
     JobInput,
     Lease,
+    PlainInputs,
     Renewal,
     TransportEvent,
 )
@@ -246,6 +247,11 @@ class TcpTransport:
 
     async def push_bulk(self, queue: str, jobs: Sequence[JobInput]) -> list[str]:
         validate_queue_name(queue)
+        if type(jobs) is PlainInputs and jobs.specs.within(self.settings.max_payload_bytes):
+            # job_entry's entries of jobs without options, validated already (Queue)
+            names, datas = jobs.specs.names, jobs.datas
+            plain = [{"name": n, "data": d} for n, d in zip(names, datas, strict=True)]
+            return await self._push_entries(queue, plain) if plain else []
         entries = [
             job_entry(
                 queue,

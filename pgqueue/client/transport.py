@@ -16,15 +16,16 @@ re-push with the same custom id).
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol, overload
 
 from pgqueue.vocabulary.completions import AckItem, FailItem
+from pgqueue.vocabulary.frozen import fast_maker
 
 if TYPE_CHECKING:
     from pgqueue.client.schedulers import SchedulerInput
-    from pgqueue.manager.options import JobSpec
+    from pgqueue.manager.options import JobSpec, PlainSpecs
 
 __all__ = [
     "AckRequest",
@@ -32,6 +33,7 @@ __all__ = [
     "FailRequest",
     "JobInput",
     "Lease",
+    "PlainInputs",
     "Renewal",
     "Transport",
     "TransportEvent",
@@ -51,6 +53,41 @@ class JobInput:
     spec: JobSpec | None = field(default=None, compare=False, repr=False)
     """The engine's spec of this job as ``Queue`` validated it (None: not validated
     here); a transport reuses it instead of building it again (:func:`checked_spec`)."""
+
+
+_plain_input = fast_maker(JobInput)
+
+
+class PlainInputs(Sequence[JobInput]):
+    """The inputs of an ``add_bulk`` of jobs without options, validated for the whole
+    batch (``Queue``): ``JobInput(specs.names[i], datas[i], {}, specs[i])`` for each
+    job, made only when read one by one.  A transport reads ``specs`` and ``datas``
+    themselves and so makes no object per job (docs/performance.md)."""
+
+    __slots__ = ("datas", "specs")
+
+    def __init__(self, specs: PlainSpecs, datas: list[Any]) -> None:
+        self.specs = specs
+        self.datas = datas
+
+    def __len__(self) -> int:
+        return len(self.datas)
+
+    @overload
+    def __getitem__(self, index: int) -> JobInput: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> PlainInputs: ...
+
+    def __getitem__(self, index: int | slice) -> JobInput | PlainInputs:
+        if isinstance(index, slice):
+            return PlainInputs(self.specs[index], self.datas[index])
+        spec = self.specs[index]
+        return _plain_input(spec.name, self.datas[index], {}, spec)
+
+    def __iter__(self) -> Iterator[JobInput]:
+        for spec, data in zip(self.specs, self.datas, strict=True):
+            yield _plain_input(spec.name, data, {}, spec)
 
 
 def checked_spec(job: JobInput, queue: str, max_payload_bytes: int) -> JobSpec | None:

@@ -4,8 +4,10 @@ The plain batch is one multi-row statement (jobs + 'pushed' events + queue
 registry + one NOTIFY hint); a single fresh job takes its one-row twin, which skips
 the registry row when this manager registered the queue already
 (:mod:`pgqueue.manager.registry`), and a fresh batch whose jobs differ only in id
-and data (a bulk push of plain jobs) takes ``job_insert_uniform``: two arrays, the
-events' payload built once and one row back.  Conflicts on a custom id or a live unique key
+and data (a bulk push of plain jobs) takes ``job_insert_uniform``: the ids and the
+data as one value each, the events' payload built once and one row back; a batch of
+:class:`~pgqueue.manager.options.PlainSpecs` is read from its columns (no spec
+object per job).  Conflicts on a custom id or a live unique key
 are resolved in that statement (``ON CONFLICT DO NOTHING``); the skipped rows
 are then mapped to the live job that holds the id or key, which is what the
 caller gets back (G4: one job per custom id, whatever broker the pushes hit).
@@ -26,7 +28,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from operator import attrgetter
-from typing import Final
+from typing import Final, cast
 
 import orjson
 
@@ -39,7 +41,7 @@ from pgqueue.ids import uuid7, uuid7_many
 from pgqueue.manager.context import EngineContext
 from pgqueue.manager.cron.repeat import schedule_repeats_in
 from pgqueue.manager.notifier import hint_payload
-from pgqueue.manager.options import JobSpec
+from pgqueue.manager.options import JobSpec, PlainSpecs, plain_spec
 from pgqueue.manager.registry import remember_registered
 
 __all__ = ["CHUNK_SIZE", "admit", "admit_in", "attach_child"]
@@ -66,6 +68,9 @@ class _Plan:
 
 
 def _plan(specs: Sequence[JobSpec]) -> _Plan:
+    if type(specs) is PlainSpecs:  # no options: fresh ids, no graph
+        count = len(specs)
+        return _Plan(specs, uuid7_many(count), [0] * count, [False] * count)
     if len(specs) == 1:
         only = specs[0]
         if only.id is None and not only.depends_on and only.parent_id is None:
@@ -173,7 +178,10 @@ _spec_row = attrgetter(*_SPEC_COLUMNS.values())
 def _insert_args(ns: str, plan: _Plan, lo: int, hi: int) -> dict[str, object]:
     """The named parameters of ``job_insert_batch`` for specs ``lo:hi``: each
     column as an array (``queue``) or, when batch-wide, a scalar (``queue_batch``)."""
-    rows = map(_spec_row, plan.specs[lo:hi])
+    specs = plan.specs
+    if type(specs) is PlainSpecs and specs.uniform:
+        return _plain_args(ns, specs, plan.ids, lo, hi)
+    rows = map(_spec_row, specs[lo:hi])
     columns: dict[str, list[object]] = dict(
         zip(_SPEC_COLUMNS, map(list, zip(*rows, strict=True)), strict=True)
     )
@@ -182,6 +190,20 @@ def _insert_args(ns: str, plan: _Plan, lo: int, hi: int) -> dict[str, object]:
     args: dict[str, object] = {"namespace": ns, "ids": plan.ids[lo:hi]}
     for name, values in columns.items():
         args[name], args[f"{name}_batch"] = _column(values)
+    return args
+
+
+def _plain_args(ns: str, specs: PlainSpecs, ids: list[str], lo: int, hi: int) -> dict[str, object]:
+    """:func:`_insert_args` of jobs ``lo:hi`` of a batch without options and of one name,
+    read from its columns: the data an array, every other column the scalar of their
+    common spec (no spec object per job; the same parameters)."""
+    common = _spec_row(plain_spec(specs.queue, specs.names[0], "null"))
+    args: dict[str, object] = {"namespace": ns, "ids": ids[lo:hi]}
+    for name, value in zip(_SPEC_COLUMNS, common, strict=True):
+        args[name], args[f"{name}_batch"] = None, value
+    args["data"], args["data_batch"] = specs.texts[lo:hi], None
+    args["pending_deps"], args["pending_deps_batch"] = None, 0
+    args["has_dependents"], args["has_dependents_batch"] = None, False
     return args
 
 
@@ -200,14 +222,17 @@ _COLUMN_NAMES: Final = (*_SPEC_COLUMNS, "pending_deps", "has_dependents")
 
 def _uniform_args(args: dict[str, object], count: int) -> dict[str, object] | None:
     """The parameters of ``job_insert_uniform`` from ``job_insert_fresh``'s ``args``
-    (``count`` jobs), or None when a column other than the data differs between jobs."""
+    (``count`` jobs), or None when a column other than the data differs between jobs:
+    the ids and the data each as one value (one text, one JSON array)."""
     if any(args[name] is not None for name in _COLUMN_NAMES if name != "data"):
         return None
     uniform = {name: args[name] for name in args if name.endswith("_batch")}
     data = args["data"]
+    texts = cast("list[str]", data if data is not None else [args["data_batch"]] * count)
+    ids = cast("list[str]", args["ids"])
     uniform["namespace"] = args["namespace"]
-    uniform["ids"] = args["ids"]
-    uniform["data"] = data if data is not None else [args["data_batch"]] * count
+    uniform["ids"] = ",".join(ids)  # fresh UUIDv7s: no comma in any
+    uniform["data"] = f"[{','.join(texts)}]"  # each a JSON text: one JSON array
     del uniform["data_batch"]
     return uniform
 
@@ -309,12 +334,16 @@ async def _insert_one(
 def _all_fresh(plan: _Plan) -> bool:
     """True when no job of ``plan`` can conflict: every id a generated UUIDv7 and no
     unique key (the insert then needs no ``ON CONFLICT``: ``job_insert_fresh``)."""
+    if type(plan.specs) is PlainSpecs:
+        return True
     return all(s.id is None and s.unique_key is None for s in plan.specs)
 
 
 def _needs_transaction(plan: _Plan) -> bool:
     if len(plan.ids) > CHUNK_SIZE or plan.is_graph:
         return True
+    if type(plan.specs) is PlainSpecs:
+        return False
     return any(s.custom_id is not None or s.unique_key is not None for s in plan.specs)
 
 
@@ -330,7 +359,7 @@ async def admit(
     """
     if not specs:
         return []
-    if any(s.repeat is not None for s in specs):
+    if type(specs) is not PlainSpecs and any(s.repeat is not None for s in specs):
         return await in_transaction(ctx.db, lambda tx: admit_in(ctx, tx, specs, now))
     plan = _plan(specs)
     ns = ctx.namespace

@@ -10,17 +10,34 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pgqueue.errors import ValidationError
-from pgqueue.manager.options import JobSpec, build_job_spec
+from pgqueue.manager.options import JobSpec, build_job_spec, plain_specs
 from pgqueue.vocabulary.names import validate_queue_name
 
 __all__ = ["bulk_specs", "entry_spec"]
 
 
+_PLAIN_KEYS = frozenset({"name", "data"})
+"""The keys of a job without options."""
+
+
 def bulk_specs(
     queue: str, jobs: Sequence[Mapping[str, Any]], *, max_payload_bytes: int
-) -> list[JobSpec]:
-    """One validated spec per job of ``queue``, in order."""
+) -> Sequence[JobSpec]:
+    """One validated spec per job of ``queue``, in order: jobs without options checked
+    for the whole batch at once (:func:`plain_specs`, which leaves a doubtful one to the
+    per-job check that names it)."""
     validate_queue_name(queue)
+    if type(jobs) in (list, tuple) and all(
+        type(job) is dict and _PLAIN_KEYS.issuperset(job) for job in jobs
+    ):
+        plain = plain_specs(
+            queue,
+            [job.get("name", "default") for job in jobs],
+            [job.get("data") for job in jobs],
+            max_payload_bytes=max_payload_bytes,
+        )
+        if plain is not None:
+            return plain
     specs = []
     for i, job in enumerate(jobs):
         if not isinstance(job, Mapping):

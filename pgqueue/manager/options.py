@@ -10,9 +10,9 @@ field names the caller used (the broker's camelCase wire names).
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, overload
 
 from pgqueue import jsontext
 from pgqueue.errors import ValidationError
@@ -45,6 +45,7 @@ __all__ = [
     "DedupMode",
     "JobSpec",
     "Keep",
+    "PlainSpecs",
     "build_job_spec",
     "encode_json",
     "plain_spec",
@@ -113,9 +114,51 @@ def plain_spec(queue: str, name: str, data_json: str) -> JobSpec:
     return _make_spec(queue, name, data_json)
 
 
+class PlainSpecs(Sequence[JobSpec]):
+    """The specs of a batch of jobs without options (what :func:`plain_specs` gives):
+    ``plain_spec(queue, names[i], texts[i])`` for each job, made only when read one by
+    one.  Admission reads the columns themselves (``queue``, ``names``, ``texts``) and
+    so makes no spec object per job (docs/performance.md)."""
+
+    __slots__ = ("longest", "names", "queue", "texts", "uniform")
+
+    def __init__(self, queue: str, names: list[str], texts: list[str]) -> None:
+        self.queue = queue
+        self.names = names
+        self.texts = texts
+        self.uniform = bool(names) and names.count(names[0]) == len(names)
+        """Every job has the same name."""
+        self.longest = max(map(len, texts), default=0)
+        """The length of the longest JSON text, in characters."""
+
+    def __len__(self) -> int:
+        return len(self.texts)
+
+    @overload
+    def __getitem__(self, index: int) -> JobSpec: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> PlainSpecs: ...
+
+    def __getitem__(self, index: int | slice) -> JobSpec | PlainSpecs:
+        if isinstance(index, slice):
+            return PlainSpecs(self.queue, self.names[index], self.texts[index])
+        return plain_spec(self.queue, self.names[index], self.texts[index])
+
+    def __iter__(self) -> Iterator[JobSpec]:
+        queue = self.queue
+        for name, text in zip(self.names, self.texts, strict=True):
+            yield plain_spec(queue, name, text)
+
+    def within(self, max_payload_bytes: int) -> bool:
+        """Every job's data is within ``max_payload_bytes`` (judged from the longest
+        text: False may also mean "check each")."""
+        return self.longest * 4 <= max_payload_bytes  # 4: UTF-8's widest
+
+
 def plain_specs(
     queue: str, names: Sequence[object], datas: Sequence[Any], *, max_payload_bytes: int
-) -> list[JobSpec] | None:
+) -> PlainSpecs | None:
     """The specs of jobs with no options, ``build_job_spec(queue, name, data)`` of each
     pair, validated for the whole batch at once; or None when some job needs the
     per-job check (which then names its fault): a name it refuses, data of a shape
@@ -133,9 +176,10 @@ def plain_specs(
         texts = [jsontext.dumps(data) for data in datas]
     except (TypeError, ValueError, RecursionError):
         return None
-    if texts and max(map(len, texts)) * 4 > max_payload_bytes:  # 4: UTF-8's widest
-        return None
-    return [plain_spec(queue, str(name), text) for name, text in zip(names, texts, strict=True)]
+    specs = PlainSpecs(queue, list(map(str, names)), texts)
+    if len(specs.names) != len(texts):
+        raise ValueError("plain_specs: as many names as data")
+    return specs if specs.within(max_payload_bytes) else None
 
 
 def encode_json(

@@ -72,7 +72,11 @@ WITH dated AS (
 
 -- fragment: job_rows_uniform
 -- The rows of job_insert_uniform (a CTE `dated`, the shape of job_rows_unnested's): only
--- the ids and the data unnested, every other column the batch-wide scalar.
+-- the ids and the data unnested, every other column the batch-wide scalar.  The ids come
+-- as one text joined by commas (fresh UUIDv7s, which hold none) and the data as one JSON
+-- array of the jobs' texts, whose elements json_array_elements gives back as they were
+-- written: two parameters of one value each, where two arrays of 1,000 cost the client
+-- an encoding step per element (docs/performance.md).
 WITH dated AS (
     SELECT t.id, t.ord, :queue_batch::text AS queue, :name_batch::text AS name, t.data,
            :priority_batch::int AS priority, :lifo_batch::bool AS lifo,
@@ -90,7 +94,8 @@ WITH dated AS (
            :has_dependents_batch::bool AS has_dependents, :opts_batch::jsonb AS opts,
            coalesce(to_timestamp(:created_at_ms_batch::float8 / 1000.0), statement_timestamp())
                AS created_at
-    FROM unnest(:ids::text[], :data::json[]) WITH ORDINALITY AS t(id, data, ord)
+    FROM ROWS FROM (unnest(string_to_array(:ids::text, ',')), json_array_elements(:data::json))
+         WITH ORDINALITY AS t(id, data, ord)
 )
 
 -- fragment: job_rows_inserted
@@ -159,7 +164,10 @@ FROM inserted n, hint h
 -- The 'pushed' events of the jobs `inserted` by job_insert_uniform, whose payload is the
 -- same for every job of the batch (job_rows_events' payload of the batch-wide columns:
 -- run_at - statement_timestamp() is the delay), built once; returns one row: jobs (how
--- many were inserted), hint_first, hint_last.
+-- many were inserted), hint_first, hint_last.  The payload's subquery is kept apart
+-- (OFFSET 0: not pulled up into the insert's rows) and cast to the column's json there,
+-- so the object is built and printed once per statement, not once per job (the same
+-- text: job_rows_events' jsonb printed as json; docs/performance.md).
 , events AS (
     INSERT INTO pgqueue_events (namespace, queue, job_id, type, payload)
     SELECT :namespace, n.queue, n.id, 'pushed', p.payload
@@ -170,7 +178,8 @@ FROM inserted n, hint h
                                    WHEN :delay_ms_batch::bigint > 0 THEN 'delayed'
                                    WHEN :priority_batch::int > 0 THEN 'prioritized'
                                    ELSE 'waiting' END,
-                     'delay', greatest(0, :delay_ms_batch::bigint)) AS payload) p
+                     'delay', greatest(0, :delay_ms_batch::bigint))::json AS payload
+          OFFSET 0) p
     RETURNING id
 )
 SELECT count(*) AS jobs, min(e.id) AS hint_first, max(e.id) AS hint_last FROM events e
@@ -239,10 +248,11 @@ FROM inserted n, hint h
 
 -- name: job_insert_uniform
 -- job_insert_fresh for a batch whose jobs differ only in their id and data (a bulk push
--- of jobs with the same name and options: pgqueue.manager.admission): two arrays
+-- of jobs with the same name and options: pgqueue.manager.admission): two columns
 -- unnested instead of 26, the events' payload built once, and one row back (jobs,
 -- hint_first, hint_last) instead of one per job (docs/performance.md).  :namespace,
--- :ids, :data; the scalars of job_insert_fresh: :queue_batch, :name_batch,
+-- :ids (text: the fresh ids joined by ','), :data (json: an array of the jobs' data, in
+-- the ids' order); the scalars of job_insert_fresh: :queue_batch, :name_batch,
 -- :priority_batch, :lifo_batch, :delay_ms_batch, :max_attempts_batch,
 -- :backoff_type_batch, :backoff_ms_batch, :backoff_max_ms_batch, :timeout_ms_batch,
 -- :ttl_ms_batch, :stall_timeout_ms_batch, :remove_on_complete_batch,

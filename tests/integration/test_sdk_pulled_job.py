@@ -14,7 +14,7 @@ from pgqueue.client.embedded import EmbeddedTransport
 from pgqueue.client.transport import Lease
 from tests.helpers import with_query
 
-ATTRIBUTES = [name for name in Job.__slots__ if not name.startswith("_")]
+ATTRIBUTES = [*(name for name in Job.__slots__ if not name.startswith("_")), "stacktrace"]
 
 
 @pytest.fixture

@@ -11,8 +11,10 @@ from typing import Any
 
 import pytest
 
+from pgqueue.errors import ValidationError
 from pgqueue.jsontext import flat_values_ok, value_error
-from pgqueue.manager.options import build_job_spec, plain_specs
+from pgqueue.manager.bulk import bulk_specs
+from pgqueue.manager.options import PlainSpecs, build_job_spec, plain_specs
 
 
 class Colour(enum.Enum):
@@ -80,10 +82,21 @@ def test_plain_specs_are_the_specs_build_job_spec_makes() -> None:
     names = ["a", "b", "a"]
     datas: list[Any] = [{"i": 1, "t": 2.5}, None, "é"]
     specs = plain_specs("q", names, datas, max_payload_bytes=1024)
-    assert specs == [
+    built = [
         build_job_spec("q", name, data, {}, max_payload_bytes=1024)
         for name, data in zip(names, datas, strict=True)
     ]
+    assert specs is not None and len(specs) == 3
+    assert list(specs) == built
+    assert [specs[i] for i in range(3)] == built and specs[-1] == built[-1]
+    assert list(specs[1:]) == built[1:] and specs[1:].queue == "q"
+    assert not specs.uniform and specs.longest == len('{"i":1,"t":2.5}')
+
+
+def test_plain_specs_of_one_name_say_so() -> None:
+    specs = plain_specs("q", ["a", "a"], [1, 22], max_payload_bytes=1024)
+    assert specs is not None and specs.uniform and specs.names == ["a", "a"]
+    assert specs.texts == ["1", "22"] and specs.within(8) and not specs.within(7)
 
 
 @pytest.mark.parametrize(
@@ -102,3 +115,19 @@ def test_a_batch_with_a_doubtful_job_is_left_to_the_per_job_check(
     names: list[Any], datas: list[Any]
 ) -> None:
     assert plain_specs("q", names, datas, max_payload_bytes=1024) is None
+
+
+def test_a_bulk_push_of_jobs_without_options_is_checked_as_one_batch() -> None:
+    jobs: list[dict[str, Any]] = [{"name": "a", "data": 1}, {"data": {"k": "v"}}]
+    specs = bulk_specs("q", jobs, max_payload_bytes=1024)
+    assert type(specs) is PlainSpecs
+    assert list(specs) == [
+        build_job_spec("q", "a", 1, {}, max_payload_bytes=1024),
+        build_job_spec("q", "default", {"k": "v"}, {}, max_payload_bytes=1024),
+    ]
+    with_options = bulk_specs(
+        "q", [{"name": "a", "data": 1, "priority": 2}], max_payload_bytes=1024
+    )
+    assert type(with_options) is list and with_options[0].priority == 2
+    with pytest.raises(ValidationError, match=r"jobs\[1\]"):
+        bulk_specs("q", [{"name": "a"}, {"name": ""}], max_payload_bytes=1024)

@@ -58,7 +58,7 @@ async def push_batch(req: Request) -> dict[str, Any]:
     return {"ids": await req.manager.push_specs(specs)}
 
 
-def _plain_specs(req: Request, queue: str, jobs: object) -> list[JobSpec] | None:
+def _plain_specs(req: Request, queue: str, jobs: object) -> Sequence[JobSpec] | None:
     """The specs of PUSHB ``jobs`` when every entry is ``{name, data}`` with a string
     name (no options, no legacy envelope), validated for the whole batch at once
     (:func:`plain_specs`); None: some entry needs the per-entry reading, which then
