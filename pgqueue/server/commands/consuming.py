@@ -167,8 +167,10 @@ async def ack_batch(req: Request) -> dict[str, Any] | None:
         if token is None:
             missing.append(i)
             continue
-        entry = Fields({"result": results[i], "remove": removes[i]}, path=f"[{i}].")
-        result, remove = entry.opt_json_value("result"), removal_value(entry, "remove")
+        result, remove = results[i], removes[i]
+        if result is not None or remove is not None:  # (most ACKs: neither, nothing to check)
+            entry = Fields({"result": result, "remove": remove}, path=f"[{i}].")
+            result, remove = entry.opt_json_value("result"), removal_value(entry, "remove")
         items.append(AckItem(job_id, token, result, remove, where=f"results[{i}]"))
     outcomes = await req.manager.ack_batch(items) if items else []
     req.broker.count_stale(outcomes)
