@@ -45,8 +45,11 @@ log = logging.getLogger("pgqueue.client")
 LateAnswer = Callable[[dict[str, Any]], None]
 MAX_LATE = 1024  # requests given up on whose answer may still come (oldest forgotten)
 
-HELLO = {"protocolVersion": 3, "capabilities": ["pipelining", "separate-job-name", "int64"]}
+CAPABILITIES = ("pipelining", "separate-job-name", "int64")
+HELLO = {"protocolVersion": 3, "capabilities": list(CAPABILITIES)}
 """What the SDK says on every connection: bunqueue v3, and 64-bit integers exactly."""
+JOB_ROWS = "job-rows"
+"""The capability that asks for PULLB's jobs as rows (``TcpTransport`` reads them)."""
 
 
 class _FrameFeed(asyncio.StreamReader):
@@ -112,6 +115,7 @@ class Connection:
         probe: bool = False,
         ssl: ssl_module.SSLContext | None = None,
         namespace: str | None = None,
+        job_rows: bool = False,
     ) -> Connection:
         """Connect, authenticate when ``token`` is given, and say ``Hello``.
 
@@ -120,7 +124,9 @@ class Connection:
 
         The ``Hello`` asks for 64-bit integers (capability ``int64``); a broker that
         answers with the same capability gets and sends them exactly, others get
-        bunqueue's float64.  A broker that accepts connections but does not serve
+        bunqueue's float64.  ``job_rows`` also asks for PULLB's jobs as rows of one
+        ``columns`` list (capability ``job-rows``; a broker that does not know it
+        answers ``jobs`` as before).  A broker that accepts connections but does not serve
         them (stopped, overloaded) fails here, within ``timeout``.  ``probe`` is
         kept for callers that ask for it; every connection is probed now.
         """
@@ -134,7 +140,10 @@ class Connection:
             if token is not None:
                 auth = {"token": token, **({} if namespace is None else {"namespace": namespace})}
                 await connection.call("Auth", auth, timeout=timeout)
-            hello = await connection.call("Hello", HELLO, timeout=timeout)
+            said = dict(HELLO)
+            if job_rows:
+                said["capabilities"] = [*CAPABILITIES, JOB_ROWS]
+            hello = await connection.call("Hello", said, timeout=timeout)
             capabilities = hello.get("capabilities")
             connection.int64 = isinstance(capabilities, list) and "int64" in capabilities
         except RemoteError as exc:

@@ -61,6 +61,7 @@ import asyncio
 import contextlib
 import functools
 import logging
+import operator
 from collections import Counter
 from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Any
@@ -105,6 +106,9 @@ _lease = fast_maker(Lease)  # Lease(...), ~0.3 us faster per pulled job
 
 log = logging.getLogger("pgqueue.client")
 
+_OPEN_WITH_ROWS: Opener = functools.partial(Connection.open, job_rows=True)
+"""The pool's connections ask for PULLB's jobs as rows (:func:`_pulled` reads both)."""
+
 
 def _raise_undecided(data: Mapping[str, Any]) -> None:
     """Items an error left undecided (``errorIndices``) fail the send, an
@@ -114,6 +118,57 @@ def _raise_undecided(data: Mapping[str, Any]) -> None:
     if errors:
         found = [remote_error(message) for message in errors]
         raise next((e for e in found if isinstance(e, IndeterminateCommit)), found[0])
+
+
+_HEAD = (
+    "id",
+    "queue",
+    "name",
+    "data",
+    "createdAt",
+    "startedAt",
+    "completedAt",
+    "attempts",
+    "progress",
+    "stacktrace",
+    "lastHeartbeat",
+    "priority",
+    "maxAttempts",
+    "timeout",
+    "parentId",
+    "stallTimeout",
+)
+"""The keys of a pulled job that :class:`~pgqueue.client.job.Job` reads when it is
+made (as the embedded transport's ``pulled_head``); the whole dict is made from the
+row when ``Job.raw`` is first read."""
+
+
+def _row_view(columns: list[str], row: list[Any]) -> dict[str, Any]:
+    return dict(zip(columns, row, strict=True))
+
+
+def _pulled(answer: Mapping[str, Any]) -> list[tuple[dict[str, Any], Any]]:
+    """A PULLB answer's jobs, each as (its dict, None), or from ``rows`` (the answer
+    to a connection whose ``Hello`` listed ``job-rows``: the keys once, in
+    ``columns``, each job's values in that order) as (the :data:`_HEAD` keys, a
+    function making the whole dict)."""
+    rows = answer.get("rows")
+    if rows is None:
+        return [(job, None) for job in answer.get("jobs") or []]
+    columns = answer.get("columns")
+    if not isinstance(columns, list) or not isinstance(rows, list):
+        raise ConnectionLost("a PULLB answer's rows came without their columns")
+    width = len(columns)
+    if any(not isinstance(row, list) or len(row) != width for row in rows):
+        raise ConnectionLost("a PULLB answer's row does not match its columns")
+    try:
+        head = operator.itemgetter(*(columns.index(key) for key in _HEAD))
+    except ValueError:  # a broker whose jobs lack a key Job reads: whole dicts
+        return [(_row_view(columns, row), None) for row in rows]
+    return [
+        (dict(zip(_HEAD, head(row), strict=True)), functools.partial(_row_view, columns, row))
+        for row in rows
+    ]
 
 
 def _with_token(job_id: str, token: str | None, **fields: Any) -> dict[str, Any]:
@@ -133,7 +188,7 @@ class TcpTransport:
         self,
         settings: TcpSettings,
         *,
-        opener: Opener = Connection.open,
+        opener: Opener = _OPEN_WITH_ROWS,
         backoff: Backoff = Backoff(),
     ) -> None:
         self.settings = settings.validate()
@@ -291,18 +346,21 @@ class TcpTransport:
             timeout=self.settings.timeout + max(0, wait),
             on_late=self._give_back_late_pull,
         )
-        jobs = answer.get("jobs") or []
         tokens = answer.get("tokens") or []
         return [
-            _lease(job, str(token), parse_fence(str(token)) or 0)
-            for job, token in zip(jobs, tokens, strict=True)
+            _lease(job, str(token), parse_fence(str(token)) or 0, view)
+            for (job, view), token in zip(_pulled(answer), tokens, strict=True)
         ]
 
     def _give_back_late_pull(self, answer: dict[str, Any]) -> None:
         """A PULLB answer nobody waits for any more: release the jobs it claimed."""
         if answer.get("ok") is not True:
             return
-        jobs, tokens = answer.get("jobs") or [], answer.get("tokens") or []
+        try:
+            jobs = [job for job, _ in _pulled(answer)]
+        except ConnectionLost:  # malformed: nothing to give back that can be named
+            return
+        tokens = answer.get("tokens") or []
         items = [
             (str(job["id"]), str(token))
             for job, token in zip(jobs, tokens, strict=False)

@@ -30,7 +30,8 @@ class ClientState:
     own) and ``credential`` the token it authenticated with, checked again on
     every request (docs/security.md).  ``int64``: the client said so in
     ``Hello``; answers carry 64-bit integers exactly instead of as float64 (see
-    :mod:`pgqueue.protocol.codec`).
+    :mod:`pgqueue.protocol.codec`).  ``job_rows``: its ``Hello`` listed ``job-rows``;
+    PULLB answers its jobs as rows of one ``columns`` list (a pgqueue extension).
     """
 
     transport: str = "tcp"
@@ -46,6 +47,7 @@ class ClientState:
     send: Callable[[dict[str, Any]], None] | None = None
     closed: bool = False
     int64: bool = False
+    job_rows: bool = False
 
 
 @dataclass(eq=False)

@@ -348,3 +348,33 @@ async def test_a_ping_is_answered_while_the_inflight_window_is_full(
         assert [answer["job"] for answer in await asyncio.gather(*polls)] == [None, None]
     finally:
         await client.close()
+
+
+async def test_a_client_that_asks_for_job_rows_gets_pullb_jobs_as_rows(
+    two: tuple[BrokerProcess, BrokerProcess],
+) -> None:
+    """``job-rows`` in Hello (the SDK's pool asks): PULLB answers ``columns`` once and
+    a row per job, the same values in the same order as ``jobs``; others get ``jobs``."""
+    plain = await connect(two[0])
+    rows = await Connection.open("127.0.0.1", two[1].tcp_port, job_rows=True)
+    try:
+        hello = await rows.call("Hello", {"capabilities": ["int64", "job-rows"]})
+        assert "job-rows" in hello["capabilities"]
+        for i in range(4):
+            await plain.call("PUSH", {"queue": "rows", "name": "n", "data": {"i": i}})
+        as_jobs = await plain.call("PULLB", {"queue": "rows", "count": 2, "owner": "w"})
+        assert "rows" not in as_jobs and len(as_jobs["jobs"]) == 2
+        as_rows = await rows.call("PULLB", {"queue": "rows", "count": 2, "owner": "w"})
+        assert "jobs" not in as_rows and len(as_rows["rows"]) == len(as_rows["tokens"]) == 2
+        assert as_rows["columns"] == list(as_jobs["jobs"][0])
+        made = [dict(zip(as_rows["columns"], row, strict=True)) for row in as_rows["rows"]]
+        assert sorted(job["data"]["i"] for job in as_jobs["jobs"] + made) == [0, 1, 2, 3]
+        assert {job["queue"] for job in made} == {"rows"}
+        empty = await rows.call("PULLB", {"queue": "rows", "count": 2, "owner": "w"})
+        assert empty["jobs"] == [] and "rows" not in empty
+        ids = [job["id"] for job in made]
+        acked = await rows.call("ACKB", {"ids": ids, "tokens": as_rows["tokens"]})
+        assert "data" not in acked
+    finally:
+        await plain.close()
+        await rows.close()

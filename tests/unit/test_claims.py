@@ -86,3 +86,17 @@ def test_a_fail_that_retries_still_leaves_its_clean_record() -> None:
     book.claimed("j", "2:b", "c1", anonymous=True)
     assert book.clean_records == 0
     assert book.token_for("j", "c2") == "2:b"
+
+
+def test_booked_claims_are_no_part_of_the_collectors_walk() -> None:
+    """A claim is a tuple of strings and booleans: after one collection the collector
+    no longer tracks it (a full book is 200,000 of them; objects it tracks are walked
+    by every full collection)."""
+    import gc
+
+    book = ClaimBook()
+    for i in range(100):
+        book.claimed(f"j{i}", f"1:t{i}", "c", anonymous=bool(i % 2))
+    gc.collect()
+    assert not any(gc.is_tracked(claim) for claim in book._claims.values())
+    assert book.token_for("j1", "other") == "1:t1" and book.token_for("j2", "other") is None

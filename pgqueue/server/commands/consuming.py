@@ -82,11 +82,28 @@ async def pull(req: Request) -> dict[str, Any]:
 async def pull_batch(req: Request) -> dict[str, Any]:
     count = req.fields.int_("count", minimum=1, maximum=MAX_PULL_COUNT)
     jobs = await _pull(req, count)
-    response: dict[str, Any] = {"jobs": [pulled_view(job) for job in jobs]}
-    _observe_pull(req, response["jobs"])
+    views = [pulled_view(job) for job in jobs]
+    _observe_pull(req, views)
+    response = _job_rows(views) if req.client.job_rows else None
+    if response is None:
+        response = {"jobs": views}
     if req.fields.has("owner"):
         response["tokens"] = [job.token for job in jobs]
     return _rate_limited(response, jobs)
+
+
+def _job_rows(views: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """PULLB's jobs for a client whose ``Hello`` listed ``job-rows``: ``columns`` (the
+    keys, once) and ``rows`` (each job's values in that order), the same jobs as
+    ``jobs`` would carry, without 43 key strings per job on either side (encode,
+    bytes, decode).  None (answer ``jobs``) when the views' keys differ."""
+    if not views:
+        return None
+    columns = list(views[0])
+    if not all(map(columns.__eq__, map(list, views))):  # (C loops: ~0.2 us a job)
+        return None
+    rows = [list(view.values()) for view in views]
+    return {"columns": columns, "rows": rows}
 
 
 def _token(req: Request, job_id: str, given: str | None) -> str | None:
@@ -167,8 +184,10 @@ async def ack_batch(req: Request) -> dict[str, Any] | None:
         if token is None:
             missing.append(i)
             continue
-        entry = Fields({"result": results[i], "remove": removes[i]}, path=f"[{i}].")
-        result, remove = entry.opt_json_value("result"), removal_value(entry, "remove")
+        result, remove = results[i], removes[i]
+        if result is not None or remove is not None:  # (most ACKs: neither, nothing to check)
+            entry = Fields({"result": result, "remove": remove}, path=f"[{i}].")
+            result, remove = entry.opt_json_value("result"), removal_value(entry, "remove")
         items.append(AckItem(job_id, token, result, remove, where=f"results[{i}]"))
     outcomes = await req.manager.ack_batch(items) if items else []
     req.broker.count_stale(outcomes)

@@ -14,7 +14,7 @@ group = CommandGroup()
 command = group.command
 
 PROTOCOL_VERSION = 3
-CAPABILITIES = ["pipelining", "separate-job-name", "int64"]
+CAPABILITIES = ["pipelining", "separate-job-name", "int64", "job-rows"]
 
 
 @command("Auth")
@@ -42,12 +42,15 @@ async def auth(req: Request) -> dict[str, Any] | None:
 @command("Hello")
 async def hello(req: Request) -> dict[str, Any]:
     """Discovery; a client whose capabilities include ``int64`` gets 64-bit integers
-    exactly from now on (bunqueue's clients read msgpack int64 as BigInt: never them).
+    exactly from now on (bunqueue's clients read msgpack int64 as BigInt: never them),
+    one with ``job-rows`` gets PULLB's jobs as rows (see ``pull_batch``).
     The answer is always the server's own (bunqueue); the fields are still typed."""
     req.fields.opt_int("protocolVersion", minimum=0)
     capabilities = req.fields.opt_str_list("capabilities", max_items=100, max_len=256)
     if capabilities is not None and "int64" in capabilities:
         req.client.int64 = True
+    if capabilities is not None and "job-rows" in capabilities:
+        req.client.job_rows = True
     return {
         "protocolVersion": PROTOCOL_VERSION,
         "capabilities": CAPABILITIES,

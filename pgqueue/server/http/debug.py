@@ -12,9 +12,10 @@ meaningful here:
   / ``heapTotal`` are the traced current and peak bytes, and ``/heapstats``
   lists the lines that allocated most (``?top=N``, default 10, at most 200).
   Tracing slows the broker down; turn it off when done.
-* ``GET /heapstats`` answers ``{ok, memory, heap: {objectCount,
+* ``GET /heapstats`` answers ``{ok, memory, heap: {objectCount, frozenCount,
   protectedCount, globalCount}, gc, collections, topObjectTypes, tracemalloc}``:
-  the objects the collector tracks (by type, the 20 most common), the modules
+  the objects the collector tracks (``frozenCount`` of them frozen at start-up,
+  ``pgqueue serve``'s ``gc.freeze``; by type, the 20 most common of the others), the modules
   loaded (``globalCount``), the counts of each GC generation and the sizes of
   this broker's in-memory books.
 """
@@ -110,7 +111,8 @@ def heap_stats(broker: BrokerHost, top: int = TOP_LINES) -> dict[str, Any]:
         "ok": True,
         "memory": overview.memory_mb(),
         "heap": {
-            "objectCount": len(objects),
+            "objectCount": len(objects) + gc.get_freeze_count(),
+            "frozenCount": gc.get_freeze_count(),
             "protectedCount": len(gc.garbage),
             "globalCount": len(sys.modules),
         },
