@@ -142,32 +142,63 @@ async def finished(pair: Pair, queue: str) -> int:
     )
 
 
-async def work(conn: Connection, queue: str, stop: asyncio.Event, hold: float) -> int:
-    """A worker: pull, hold the job ``hold`` seconds (the work), ack; until ``stop``."""
+class Samples:
+    """How many samples of the active rows were taken; a worker waits for the next one."""
+
+    def __init__(self) -> None:
+        self.taken = 0
+        self._over = False
+        self._changed = asyncio.Condition()
+
+    async def count(self) -> None:
+        async with self._changed:
+            self.taken += 1
+            self._changed.notify_all()
+
+    async def one_after(self, seen: int) -> None:
+        async with self._changed:
+            await self._changed.wait_for(lambda: self._over or self.taken > seen)
+
+    async def end(self) -> None:
+        """No more samples: no worker waits for one (the sampler is done or failed)."""
+        async with self._changed:
+            self._over = True
+            self._changed.notify_all()
+
+
+async def work(
+    conn: Connection, queue: str, stop: asyncio.Event, hold: float, samples: Samples
+) -> int:
+    """A worker: pull, hold the job ``hold`` seconds (the work) and until a sample of
+    the active rows was taken after the claim, ack; until ``stop``.  Waiting for a
+    sample ties the work to the sampler's pace, whatever the load: every sample
+    releases at most the limit's count of jobs, so the run takes enough samples."""
     done = 0
     while not stop.is_set():
         reply = await conn.call("PULL", {"queue": queue, "owner": "w", "timeout": 200})
         if reply["job"] is None:
             continue
+        seen = samples.taken
         await asyncio.sleep(hold)
+        await samples.one_after(seen)
         await conn.call("ACK", {"id": reply["job"]["id"], "token": reply["token"]})
         done += 1
     return done
 
 
 async def sample_max_active(
-    pair: Pair, queue: str, total: int, group: str | None = None
-) -> tuple[int, int]:
-    """Count the active rows again and again until ``total`` jobs finished:
-    (highest count seen, samples taken)."""
-    highest = samples = 0
+    pair: Pair, queue: str, total: int, samples: Samples, group: str | None = None
+) -> int:
+    """Count the active rows again and again until ``total`` jobs finished: the
+    highest count seen (``samples.taken``: how many samples)."""
+    highest = 0
     loop = asyncio.get_running_loop()
     deadline = loop.time() + 120
     while await finished(pair, queue) < total:
         assert loop.time() < deadline, "the workers did not finish in time"
         highest = max(highest, await active_count(pair, queue, group))
-        samples += 1
-    return highest, samples
+        await samples.count()
+    return highest
 
 
 async def test_a_concurrency_limit_of_5_holds_while_8_workers_on_two_brokers_pull(
@@ -177,16 +208,17 @@ async def test_a_concurrency_limit_of_5_holds_while_8_workers_on_two_brokers_pul
     queue = new_queue("conc")
     await b.call("SetConcurrency", {"queue": queue, "limit": 5})
     await push_many(a, queue, 120)
-    stop = asyncio.Event()
+    stop, samples = asyncio.Event(), Samples()
     async with connections(pair, 4) as workers:
-        tasks = [asyncio.create_task(work(conn, queue, stop, 0.02)) for conn in workers]
+        tasks = [asyncio.create_task(work(conn, queue, stop, 0.02, samples)) for conn in workers]
         try:
-            highest, samples = await sample_max_active(pair, queue, 120)
+            highest = await sample_max_active(pair, queue, 120, samples)
         finally:
             stop.set()
+            await samples.end()
             done = await asyncio.gather(*tasks)
     assert sum(done) == 120
-    assert samples > 20, "too few samples to judge"
+    assert samples.taken > 20, "too few samples to judge"
     assert highest <= 5, f"{highest} jobs were active at once under a limit of 5"
     assert highest >= 3, "the limit was never approached: the test proves nothing"
     limits = (await a.call("GetQueueLimits", {"queue": queue}))["data"]["limits"]
@@ -315,15 +347,16 @@ async def test_group_concurrency_holds_across_brokers(pair: Pair, clients: Clien
     queue = new_queue("gconc")
     await a.call("SetGroupConcurrency", {"queue": queue, "groupId": "t1", "concurrency": 2})
     await push_many(b, queue, 40, groupId="t1")
-    stop = asyncio.Event()
+    stop, samples = asyncio.Event(), Samples()
     async with connections(pair, 3) as workers:
-        tasks = [asyncio.create_task(work(conn, queue, stop, 0.02)) for conn in workers]
+        tasks = [asyncio.create_task(work(conn, queue, stop, 0.02, samples)) for conn in workers]
         try:
-            highest, samples = await sample_max_active(pair, queue, 40, "t1")
+            highest = await sample_max_active(pair, queue, 40, samples, "t1")
         finally:
             stop.set()
+            await samples.end()
             await asyncio.gather(*tasks)
-    assert samples > 10
+    assert samples.taken > 10
     assert highest <= 2, f"{highest} jobs of group t1 were active at once under a limit of 2"
 
 

@@ -25,6 +25,7 @@ from pgqueue.manager.models import AckItem
 from pgqueue.manager.notifier import PRESENCE_WORDS
 from pgqueue.manager.options import build_job_spec
 from pgqueue.runtime import PostgresQueueManager
+from pgqueue.testing.waiting import eventually
 from tests.conftest import start_manager
 from tests.helpers import sql, sql_value
 
@@ -510,6 +511,10 @@ async def test_concurrent_sql_pushes_of_one_custom_id_make_one_job(
 
         calls = [asyncio.ensure_future(push_in(c)) for c in conns]
         await eventually_blocked(db_dsn, len(conns) - 1)  # all wait for the first
+        # The first push's reply can still be on its way when the others wait on its row.
+        await eventually(
+            lambda: any(call.done() for call in calls), message="the first push's reply"
+        )
         [first] = [i for i, call in enumerate(calls) if call.done()]
         await txs[first].commit()
         results = await asyncio.gather(*calls)
@@ -530,13 +535,12 @@ async def test_concurrent_sql_pushes_of_one_custom_id_make_one_job(
 
 async def eventually_blocked(dsn: str, count: int) -> None:
     """Wait until ``count`` sessions wait on a lock (the other inserts of the id)."""
-    from pgqueue.testing.waiting import eventually
 
     async def blocked() -> bool:
         n = await sql_value(
             dsn,
             "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' "
-            "AND query LIKE '%pgqueue.enqueue%'",
+            "AND datname = current_database() AND query LIKE '%pgqueue.enqueue%'",
         )
         return bool(n >= count)
 

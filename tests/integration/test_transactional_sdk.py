@@ -294,10 +294,15 @@ async def test_concurrent_sql_pushes_of_one_custom_id_make_one_job(
             lambda: sql_value(
                 db_dsn,
                 "SELECT count(*) >= $1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' "
-                "AND query LIKE '%pgqueue.enqueue%'",
+                "AND datname = current_database() AND query LIKE '%pgqueue.enqueue%'",
                 len(apps) - 1,
             ),
             message="the other pushes waiting for the first",
+        )
+        # The first push's statement is done on the server once the others wait on its
+        # row, but its reply can still be on its way to this client.
+        await eventually(
+            lambda: any(call.done() for call in calls), message="the first push's reply"
         )
         [first] = [i for i, call in enumerate(calls) if call.done()]
         await apps[first].commit()
