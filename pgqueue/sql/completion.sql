@@ -222,6 +222,24 @@ WITH input AS (
          WITH ORDINALITY AS t(id, fence, expected_state, delay_ms, attempts_inc, stall_inc,
                               error, stacktrace, attempt_entry, event_type, event_payload,
                               token, ord)
+), target AS (
+    -- Each element's row by primary-key probes and the update led by their tids,
+    -- as in job_finish_many (which says why): without statistics a join on
+    -- `j.namespace = :namespace` hash-joined a scan of the whole namespace.
+    -- `seen` is the version this statement's snapshot sees; `newest`, locked only
+    -- when it passes the compare-and-set, is the version the update meets when it
+    -- follows `seen`'s update chain, and rechecks the conditions on.
+    SELECT (SELECT j.ctid FROM pgqueue_jobs j WHERE j.namespace = :namespace AND j.id = i.id)
+               AS seen,
+           (SELECT j.ctid FROM pgqueue_jobs j
+            WHERE j.namespace = :namespace
+              AND j.id = i.id
+              AND j.state = i.expected_state
+              AND j.fence = i.fence
+              AND (i.token IS NULL
+                   OR (j.lease_token = i.token AND j.lease_until > statement_timestamp()))
+            FOR UPDATE) AS newest
+    FROM input i
 ), requeued AS (
     UPDATE pgqueue_jobs j
     SET state = 'pending',
@@ -238,7 +256,14 @@ WITH input AS (
         lease_session = NULL,
         lease_until = NULL
     FROM input i
-    -- include: job_compare_and_set_leased
+    -- job_compare_and_set_leased, the rows named by their tids (of this namespace)
+    WHERE j.ctid = ANY (ARRAY(SELECT t.seen FROM target t UNION ALL
+                              SELECT t.newest FROM target t))
+      AND j.id = i.id
+      AND j.state = i.expected_state
+      AND j.fence = i.fence
+      AND (i.token IS NULL
+           OR (j.lease_token = i.token AND j.lease_until > statement_timestamp()))
     RETURNING j.id, j.queue, j.run_at, i.ord, i.event_type, i.event_payload
 ), events AS (
     INSERT INTO pgqueue_events (namespace, queue, job_id, type, payload)
@@ -276,8 +301,17 @@ FROM unnest(:ids::text[], :tokens::text[]) WITH ORDINALITY AS i(id, token, ord)
 CROSS JOIN LATERAL (
     SELECT CASE WHEN i.token ~ '^[0-9]{1,18}:' THEN split_part(i.token, ':', 1)::bigint END
 ) AS t(fence)
-LEFT JOIN pgqueue_jobs j ON j.namespace = :namespace AND j.id = i.id
-LEFT JOIN pgqueue_finished f ON f.namespace = :namespace AND f.id = i.id
+-- Each element's rows by primary-key probes of its own (a LIMIT keeps the planner
+-- from flattening them into joins: without statistics it hash-joined a scan of
+-- the whole namespace).
+LEFT JOIN LATERAL (
+    SELECT j.state, j.lease_token, j.lease_until, j.has_dependents FROM pgqueue_jobs j
+    WHERE j.namespace = :namespace AND j.id = i.id LIMIT 1
+) AS j ON true
+LEFT JOIN LATERAL (
+    SELECT f.state, f.fence, f.token_salt, f.removed, f.failed_reason FROM pgqueue_finished f
+    WHERE f.namespace = :namespace AND f.id = i.id LIMIT 1
+) AS f ON true
 
 -- name: dependency_resolve
 -- Parameters, in order: :namespace, :job_ids.
