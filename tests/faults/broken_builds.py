@@ -16,6 +16,7 @@ carries no test hook: the defects live here.
 from __future__ import annotations
 
 import itertools
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -34,12 +35,16 @@ def _ack_without_fence() -> None:
     from pgqueue.db.queries import Q
 
     query = Q.job_finish_many
-    # The loader numbered the named parameters: find the fence check by its shape.
-    head, sep, tail = query.sql.partition("      AND j.fence = i.fence\n")
-    assert sep, "job_finish_many no longer has the fence check this control removes"
-    token_check, sep2, rest = tail.partition("statement_timestamp()))\n")
-    assert sep2 and "lease_token" in token_check
-    vars(Q)["_queries"]["job_finish_many"] = replace(query, sql=head + rest)
+    # The loader numbered the named parameters: find the fence checks by their shape
+    # (the statement writes its compare-and-set out twice: the lock of the newest row
+    # version and the delete), and remove every one of them.
+    check = re.compile(
+        r"\n +AND j\.fence = i\.fence\n +AND \(i\.token IS NULL\n"
+        r" +OR \(j\.lease_token = i\.token AND j\.lease_until > statement_timestamp\(\)\)\)"
+    )
+    sql, removed = check.subn("", query.sql)
+    assert removed, "job_finish_many no longer has the fence check this control removes"
+    vars(Q)["_queries"]["job_finish_many"] = replace(query, sql=sql)
 
 
 def _drop_event() -> None:
@@ -61,7 +66,7 @@ def _borrow_tokens() -> None:
 
     def token_for(self: ClaimBook, job_id: str, client_id: str) -> str | None:
         claim = self._claims.get(job_id)
-        return None if claim is None else claim.token
+        return None if claim is None else claim[0]  # (token, client, ...)
 
     ClaimBook.token_for = token_for  # type: ignore[method-assign]
 
