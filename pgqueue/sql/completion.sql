@@ -45,15 +45,23 @@ ON CONFLICT (namespace, id) DO UPDATE SET
 -- `input i` names, still in the state and at the fence the caller read.
 WHERE j.namespace = :namespace
   AND j.id = i.id
-  AND j.state = i.expected_state
-  AND j.fence = i.fence
+  -- include: job_same_generation
+
+-- fragment: job_same_generation
+-- The job `j` is still in the state and at the fence the element `i` read.
+AND j.state = i.expected_state
+AND j.fence = i.fence
+
+-- fragment: job_lease_held
+-- When the element carries a token (`i.token`), the job's current lease is that
+-- token's and has not expired.
+AND (i.token IS NULL
+     OR (j.lease_token = i.token AND j.lease_until > statement_timestamp()))
 
 -- fragment: job_compare_and_set_leased
--- job_compare_and_set and, when the element carries a token (`i.token`), the
--- job's current lease is that token's and has not expired.
+-- job_compare_and_set and job_lease_held.
 -- include: job_compare_and_set
-  AND (i.token IS NULL
-       OR (j.lease_token = i.token AND j.lease_until > statement_timestamp()))
+  -- include: job_lease_held
 
 -- name: job_finish_many
 -- Terminal transitions in one statement: each job leaves the hot table for
@@ -98,10 +106,8 @@ WITH input AS (
            (SELECT j.ctid FROM pgqueue_jobs j
             WHERE j.namespace = :namespace
               AND j.id = i.id
-              AND j.state = i.expected_state
-              AND j.fence = i.fence
-              AND (i.token IS NULL
-                   OR (j.lease_token = i.token AND j.lease_until > statement_timestamp()))
+              -- include: job_same_generation
+              -- include: job_lease_held
               AND NOT (:skip_with_dependents::bool AND j.has_dependents)
             FOR UPDATE) AS newest
     FROM input i
@@ -112,10 +118,8 @@ WITH input AS (
     WHERE j.ctid = ANY (ARRAY(SELECT t.seen FROM target t UNION ALL
                               SELECT t.newest FROM target t))
       AND j.id = i.id
-      AND j.state = i.expected_state
-      AND j.fence = i.fence
-      AND (i.token IS NULL
-           OR (j.lease_token = i.token AND j.lease_until > statement_timestamp()))
+      -- include: job_same_generation
+      -- include: job_lease_held
       AND NOT (:skip_with_dependents::bool AND j.has_dependents)
       AND EXISTS (SELECT 1 FROM pgqueue_brokers b
                   WHERE b.namespace = :namespace AND b.broker_id = :broker_id AND b.session_id = :session_id::uuid)
@@ -234,10 +238,8 @@ WITH input AS (
            (SELECT j.ctid FROM pgqueue_jobs j
             WHERE j.namespace = :namespace
               AND j.id = i.id
-              AND j.state = i.expected_state
-              AND j.fence = i.fence
-              AND (i.token IS NULL
-                   OR (j.lease_token = i.token AND j.lease_until > statement_timestamp()))
+              -- include: job_same_generation
+              -- include: job_lease_held
             FOR UPDATE) AS newest
     FROM input i
 ), requeued AS (
@@ -260,10 +262,8 @@ WITH input AS (
     WHERE j.ctid = ANY (ARRAY(SELECT t.seen FROM target t UNION ALL
                               SELECT t.newest FROM target t))
       AND j.id = i.id
-      AND j.state = i.expected_state
-      AND j.fence = i.fence
-      AND (i.token IS NULL
-           OR (j.lease_token = i.token AND j.lease_until > statement_timestamp()))
+      -- include: job_same_generation
+      -- include: job_lease_held
     RETURNING j.id, j.queue, j.run_at, i.ord, i.event_type, i.event_payload
 ), events AS (
     INSERT INTO pgqueue_events (namespace, queue, job_id, type, payload)
