@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
@@ -157,3 +158,64 @@ async def trim_until(
 
     await eventually(enough, message=f"{at_least} events of {queue!r} trimmed")
     return deleted
+
+
+def reads_of_jobs(plan: Plan) -> int:
+    """Rows the plan's scans of ``pgqueue_jobs`` (and of its indexes) produced."""
+    return sum(
+        int(n["Actual Rows"]) * int(n["Actual Loops"])
+        for n in walk(plan)
+        if n["Node Type"].endswith("Scan")
+        and (
+            n.get("Relation Name") == "pgqueue_jobs"
+            or n.get("Index Name", "").startswith("pgqueue_jobs_")
+        )
+    )
+
+
+async def claims_among_unanalyzed(
+    manager: PostgresQueueManager, dsn: str, *, backlog: int, batch: int
+) -> list[Any]:
+    """``batch`` claims among ``backlog`` pushed jobs of a ``pgqueue_jobs`` the planner
+    has no statistics for (autovacuum off, never analyzed: the peers' harness)."""
+    await manager.push_bulk("emails", [{"name": "job", "data": {"n": i}} for i in range(backlog)])
+    claims = await manager.pull_batch("emails", batch)
+    assert len(claims) == batch
+    stats = await sql_value(dsn, "SELECT reltuples FROM pg_class WHERE relname = 'pgqueue_jobs'")
+    assert stats < 0, "the table must not have been analyzed for this test to mean anything"
+    return claims
+
+
+@asynccontextmanager
+async def uncommitted_renewal(
+    dsn: str, namespace: str, job_id: str
+) -> AsyncIterator[asyncpg.transaction.Transaction]:
+    """A lease renewal of ``job_id`` (its row updated, not yet committed) in a
+    transaction of its own; the caller commits it (or it rolls back on exit)."""
+    conn = await asyncpg.connect(dsn)
+    try:
+        tx = conn.transaction()
+        await tx.start()
+        await conn.execute(
+            "UPDATE pgqueue_jobs SET lease_until = lease_until + interval '1 minute',"
+            " last_heartbeat_at = now() WHERE namespace = $1 AND id = $2",
+            namespace,
+            job_id,
+        )
+        yield tx
+    finally:
+        await conn.close()
+
+
+async def until_waiting_on_a_lock(dsn: str, call: asyncio.Future[Any], what: str) -> None:
+    """Poll until a backend of this database waits on a lock (``call`` blocked),
+    failing when ``call`` ends first or after 10 s."""
+    deadline = asyncio.get_running_loop().time() + 10
+    while not await sql_value(
+        dsn,
+        "SELECT count(*) FROM pg_stat_activity"
+        " WHERE datname = current_database() AND wait_event_type = 'Lock'",
+    ):
+        assert asyncio.get_running_loop().time() < deadline, f"the {what} never waited"
+        assert not call.done(), call
+        await asyncio.sleep(0.01)

@@ -15,33 +15,23 @@ import pytest
 from pgqueue.db.queries import Q, Query
 from pgqueue.manager.write_rows import RequeueRow, column_arrays
 from pgqueue.runtime import PostgresQueueManager
-from tests.helpers import Plan, explain, planner, sql_value, walk
+from tests.helpers import (
+    Plan,
+    claims_among_unanalyzed,
+    explain,
+    planner,
+    reads_of_jobs,
+    uncommitted_renewal,
+    until_waiting_on_a_lock,
+)
 
 BATCH = 50
 BACKLOG = 2_000
 MODES = ["force_custom_plan", "force_generic_plan"]
 
 
-def _reads_of_jobs(plan: Plan) -> int:
-    """Rows the plan's scans of ``pgqueue_jobs`` (and of its indexes) produced."""
-    return sum(
-        int(n["Actual Rows"]) * int(n["Actual Loops"])
-        for n in walk(plan)
-        if n["Node Type"].endswith("Scan")
-        and (
-            n.get("Relation Name") == "pgqueue_jobs"
-            or n.get("Index Name", "").startswith("pgqueue_jobs_")
-        )
-    )
-
-
 async def _claimed(manager: PostgresQueueManager, db_dsn: str) -> list[Any]:
-    await manager.push_bulk("emails", [{"name": "job", "data": {"n": i}} for i in range(BACKLOG)])
-    claims = await manager.pull_batch("emails", BATCH)
-    assert len(claims) == BATCH
-    stats = await sql_value(db_dsn, "SELECT reltuples FROM pg_class WHERE relname = 'pgqueue_jobs'")
-    assert stats < 0, "the table must not have been analyzed for this test to mean anything"
-    return claims
+    return await claims_among_unanalyzed(manager, db_dsn, backlog=BACKLOG, batch=BATCH)
 
 
 async def _plan(db_dsn: str, mode: str, query: Query, **params: Any) -> Plan:
@@ -77,7 +67,7 @@ async def test_lease_renewals_read_only_their_own_jobs(
     )
     assert plan["Actual Rows"] == BATCH, json.dumps(plan, indent=1)
     # A probe per element and the update of each: 3 rows per job at most.
-    assert _reads_of_jobs(plan) <= 3 * BATCH, json.dumps(plan, indent=1)
+    assert reads_of_jobs(plan) <= 3 * BATCH, json.dumps(plan, indent=1)
 
 
 @pytest.mark.parametrize("plan_cache_mode", MODES)
@@ -94,7 +84,7 @@ async def test_the_failure_lock_reads_only_its_own_jobs(
         **_session(manager),
     )
     assert plan["Actual Rows"] == BATCH, json.dumps(plan, indent=1)
-    assert _reads_of_jobs(plan) <= 3 * BATCH, json.dumps(plan, indent=1)
+    assert reads_of_jobs(plan) <= 3 * BATCH, json.dumps(plan, indent=1)
 
 
 @pytest.mark.parametrize("plan_cache_mode", MODES)
@@ -123,7 +113,7 @@ async def test_requeues_read_only_their_own_jobs(
         **column_arrays(RequeueRow, rows),
     )
     assert plan["Actual Rows"] == BATCH, json.dumps(plan, indent=1)
-    assert _reads_of_jobs(plan) <= 3 * BATCH, json.dumps(plan, indent=1)
+    assert reads_of_jobs(plan) <= 3 * BATCH, json.dumps(plan, indent=1)
 
 
 @pytest.mark.parametrize("plan_cache_mode", MODES)
@@ -140,7 +130,7 @@ async def test_the_outcome_probe_reads_only_its_own_jobs(
         **_session(manager),
     )
     assert plan["Actual Rows"] == BATCH, json.dumps(plan, indent=1)
-    assert _reads_of_jobs(plan) <= 3 * BATCH, json.dumps(plan, indent=1)
+    assert reads_of_jobs(plan) <= 3 * BATCH, json.dumps(plan, indent=1)
 
 
 async def test_a_requeue_waiting_on_a_renewal_applies_to_the_renewed_row(
@@ -164,31 +154,14 @@ async def test_a_requeue_waiting_on_a_renewal_applies_to_the_renewed_row(
     )
     query = Q.job_requeue_many
     args = query.arguments((), {"namespace": manager.namespace, **column_arrays(RequeueRow, [row])})
-    renewal = await asyncpg.connect(db_dsn)
     requeuer = await asyncpg.connect(db_dsn)
     try:
-        tx = renewal.transaction()
-        await tx.start()
-        await renewal.execute(
-            "UPDATE pgqueue_jobs SET lease_until = lease_until + interval '1 minute',"
-            " last_heartbeat_at = now() WHERE namespace = $1 AND id = $2",
-            manager.namespace,
-            claim.id,
-        )
-        requeue = asyncio.ensure_future(requeuer.fetch(query.sql, *args))
-        deadline = asyncio.get_running_loop().time() + 10
-        while not await sql_value(
-            db_dsn,
-            "SELECT count(*) FROM pg_stat_activity"
-            " WHERE datname = current_database() AND wait_event_type = 'Lock'",
-        ):
-            assert asyncio.get_running_loop().time() < deadline, "the requeue never waited"
-            assert not requeue.done(), requeue
-            await asyncio.sleep(0.01)
-        await tx.commit()
-        rows = await requeue
+        async with uncommitted_renewal(db_dsn, manager.namespace, claim.id) as renewal:
+            requeue = asyncio.ensure_future(requeuer.fetch(query.sql, *args))
+            await until_waiting_on_a_lock(db_dsn, requeue, "requeue")
+            await renewal.commit()
+            rows = await requeue
     finally:
-        await renewal.close()
         await requeuer.close()
     assert [r["id"] for r in rows] == [claim.id]
     assert await manager.get_state(claim.id) == "delayed"

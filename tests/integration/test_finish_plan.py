@@ -8,7 +8,6 @@ from __future__ import annotations
 import asyncio
 import json
 
-import asyncpg
 import pytest
 
 from pgqueue.db.queries import Q
@@ -16,7 +15,15 @@ from pgqueue.manager.completion import completion_rows
 from pgqueue.manager.models import AckItem
 from pgqueue.manager.write_rows import FinishRow, column_arrays
 from pgqueue.runtime import PostgresQueueManager
-from tests.helpers import Plan, explain, planner, sql_value, walk
+from tests.helpers import (
+    claims_among_unanalyzed,
+    explain,
+    planner,
+    reads_of_jobs,
+    uncommitted_renewal,
+    until_waiting_on_a_lock,
+    walk,
+)
 
 BATCH = 50
 
@@ -46,19 +53,6 @@ async def test_the_ack_statement_reads_its_events_range_once(
     assert reads and all(n["Actual Loops"] == 1 for n in reads), json.dumps(plan, indent=1)
 
 
-def _reads_of_jobs(plan: Plan) -> int:
-    """Rows the plan's scans of ``pgqueue_jobs`` (and of its indexes) produced."""
-    return sum(
-        int(n["Actual Rows"]) * int(n["Actual Loops"])
-        for n in walk(plan)
-        if n["Node Type"].endswith("Scan")
-        and (
-            n.get("Relation Name") == "pgqueue_jobs"
-            or n.get("Index Name", "").startswith("pgqueue_jobs_")
-        )
-    )
-
-
 @pytest.mark.parametrize("plan_cache_mode", ["force_custom_plan", "force_generic_plan"])
 async def test_the_ack_statement_reads_only_its_own_jobs_without_statistics(
     manager: PostgresQueueManager, db_dsn: str, plan_cache_mode: str
@@ -66,11 +60,7 @@ async def test_the_ack_statement_reads_only_its_own_jobs_without_statistics(
     """The harness runs with autovacuum off: ``pgqueue_jobs`` is never analyzed, the
     planner believes a namespace holds a few rows, and the delete hash-joined a scan of
     the whole namespace (2,050 rows here) into every ACK of 50."""
-    await manager.push_bulk("emails", [{"name": "job", "data": {"n": i}} for i in range(2_000)])
-    claims = await manager.pull_batch("emails", BATCH)
-    assert len(claims) == BATCH
-    stats = await sql_value(db_dsn, "SELECT reltuples FROM pg_class WHERE relname = 'pgqueue_jobs'")
-    assert stats < 0, "the table must not have been analyzed for this test to mean anything"
+    claims = await claims_among_unanalyzed(manager, db_dsn, backlog=2_000, batch=BATCH)
     rows = completion_rows(manager.ctx, [AckItem(job.id, job.token) for job in claims])
     async with planner(db_dsn, plan_cache_mode) as conn:
         plan = await explain(
@@ -85,7 +75,7 @@ async def test_the_ack_statement_reads_only_its_own_jobs_without_statistics(
         )
     assert plan["Actual Rows"] == BATCH, json.dumps(plan, indent=1)
     # Two probes per element and the delete of each: 3 rows per job, not the namespace's.
-    assert _reads_of_jobs(plan) <= 3 * BATCH, json.dumps(plan, indent=1)
+    assert reads_of_jobs(plan) <= 3 * BATCH, json.dumps(plan, indent=1)
 
 
 async def test_an_ack_waiting_on_a_renewal_applies_to_the_renewed_row(
@@ -96,30 +86,11 @@ async def test_an_ack_waiting_on_a_renewal_applies_to_the_renewed_row(
     fence, token and lease are checked again: the ACK applies once the renewal commits."""
     await manager.push("emails", "job", {"n": 1})
     [claim] = await manager.pull_batch("emails", 1)
-    renewal = await asyncpg.connect(db_dsn)
-    try:
-        tx = renewal.transaction()
-        await tx.start()
-        await renewal.execute(
-            "UPDATE pgqueue_jobs SET lease_until = lease_until + interval '1 minute',"
-            " last_heartbeat_at = now() WHERE namespace = $1 AND id = $2",
-            manager.namespace,
-            claim.id,
-        )
+    async with uncommitted_renewal(db_dsn, manager.namespace, claim.id) as renewal:
         ack = asyncio.ensure_future(manager.ack_batch([(claim.id, claim.token, {"ok": 1})]))
-        deadline = asyncio.get_running_loop().time() + 10
-        while not await sql_value(
-            db_dsn,
-            "SELECT count(*) FROM pg_stat_activity"
-            " WHERE datname = current_database() AND wait_event_type = 'Lock'",
-        ):
-            assert asyncio.get_running_loop().time() < deadline, "the ACK never waited"
-            assert not ack.done(), ack
-            await asyncio.sleep(0.01)
-        await tx.commit()
+        await until_waiting_on_a_lock(db_dsn, ack, "ACK")
+        await renewal.commit()
         [outcome] = await ack
-    finally:
-        await renewal.close()
     assert outcome.applied, outcome
     assert await manager.get_state(claim.id) == "completed"
     assert await manager.get_result(claim.id) == {"ok": 1}
