@@ -6,12 +6,16 @@ seconds, either on every live broker (``leader_only = False``: a fenced broker
 writes nothing, so it skips its passes) or only while this broker holds the
 leader seat.  A pass that fails with a :class:`~pgqueue.errors.PgQueueError` is
 logged and the next one runs on time; ``passes``, ``last_report`` and the
-``done`` event say how far it got.
+``done`` event say how far it got.  :meth:`~Periodic.stop` lets a pass in progress
+finish, for up to :data:`STOP_GRACE_S`, before it cancels the service: a pass cut
+mid-statement left its transaction open on a pooled connection for the pool to
+reset (asyncpg reports that as an error), and a pass's work is short.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from typing import ClassVar, Generic, TypeVar
 
@@ -20,9 +24,12 @@ from pgqueue.maintenance.leader import LeaderElector
 from pgqueue.manager.context import EngineContext
 from pgqueue.service import Service
 
-__all__ = ["Periodic"]
+__all__ = ["STOP_GRACE_S", "Periodic"]
 
 R = TypeVar("R")
+
+STOP_GRACE_S = 1.0
+"""How long :meth:`Periodic.stop` waits for a pass in progress before cancelling it."""
 
 
 class Periodic(Service, Generic[R]):
@@ -44,6 +51,8 @@ class Periodic(Service, Generic[R]):
         self.passes = 0
         self.last_report = report
         self.done = asyncio.Event()
+        self._between_passes = asyncio.Event()
+        self._between_passes.set()
 
     async def pass_once(self) -> R:
         """One pass; its report becomes ``last_report``."""
@@ -62,10 +71,21 @@ class Periodic(Service, Generic[R]):
             elif self._ctx.session.fenced.is_set():
                 await asyncio.sleep(self._interval)  # a fenced broker writes nothing
                 continue
+            self._between_passes.clear()
             try:
                 self.last_report = await self.pass_once()
                 self.passes += 1
                 self.done.set()
             except PgQueueError as exc:
                 self.log.warning("%s failed: %s", self.what, exc)
+            finally:
+                self._between_passes.set()
             await asyncio.sleep(self._interval)
+
+    async def stop(self) -> None:
+        """Stop between passes: a pass in progress may finish first (its transaction
+        commits or rolls back on its own), for up to :data:`STOP_GRACE_S`; then the
+        service is cancelled (waiting for its next pass, or for the leader seat)."""
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._between_passes.wait(), STOP_GRACE_S)
+        await super().stop()
