@@ -122,7 +122,6 @@ class EmbeddedTransport:
         self.manager = PostgresQueueManager(Config(dsn=dsn, **settings))
         self.batcher: AutoBatcher[JobSpec] = AutoBatcher(
             self._push_specs,
-            max_inflight=max(1, self.manager.config.pool_max_size // 2),
             keys=_spec_keys,
             solo=_spec_solo,
             direct_when_idle=True,

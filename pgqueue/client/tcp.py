@@ -211,7 +211,6 @@ class TcpTransport:
                 self._push_entries,
                 max_jobs=settings.batch_max_jobs,
                 max_delay=settings.batch_delay_ms / 1000,
-                max_inflight=settings.pool,
                 direct_when_idle=True,
             )
         self.feeds = EventFeeds(self.pool, ping_interval=settings.ping_interval)

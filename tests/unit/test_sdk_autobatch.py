@@ -194,11 +194,27 @@ async def test_jobs_with_dependencies_a_parent_or_dedup_travel_alone() -> None:
 async def test_direct_when_idle_sends_a_lone_push_now_and_batches_those_meanwhile() -> None:
     send = Recorder()
     send.gate = asyncio.Event()
-    batcher = AutoBatcher(send, max_delay=3600, direct_when_idle=True)
+    batcher = AutoBatcher(send, max_delay=3600, max_inflight=2, direct_when_idle=True)
     first = asyncio.ensure_future(batcher.submit("q", entry(1)))
     await eventually(lambda: send.batches == [[1]])
     rest = asyncio.gather(*(batcher.submit("q", entry(i)) for i in (2, 3, 4)))
     await eventually(lambda: len(send.batches) == 2)
+    send.gate.set()
+    assert await first == "q:1"
+    assert await rest == ["q:2", "q:3", "q:4"]
+    assert send.batches == [[1], [2, 3, 4]]
+
+
+async def test_by_default_the_pushes_made_while_one_is_on_its_way_leave_together_after_it() -> None:
+    """One batch in flight (the default): the batch grows while it is away."""
+    send = Recorder()
+    send.gate = asyncio.Event()
+    batcher = AutoBatcher(send, max_delay=3600, direct_when_idle=True)
+    first = asyncio.ensure_future(batcher.submit("q", entry(1)))
+    await eventually(lambda: send.batches == [[1]])
+    rest = asyncio.gather(*(batcher.submit("q", entry(i)) for i in (2, 3, 4)))
+    await settle()
+    assert send.batches == [[1]]  # they wait for the one on its way
     send.gate.set()
     assert await first == "q:1"
     assert await rest == ["q:2", "q:3", "q:4"]
