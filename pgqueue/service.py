@@ -24,9 +24,10 @@ import asyncio
 import contextlib
 import logging
 import random
+from collections.abc import Iterable
 from typing import Any, Literal
 
-__all__ = ["Service", "ServiceState"]
+__all__ = ["Service", "ServiceState", "stop_together"]
 
 log = logging.getLogger("pgqueue")
 
@@ -131,3 +132,9 @@ class Service:
         if self._restarting:
             return "restarting"
         return "running" if self.started.is_set() else "starting"
+
+
+async def stop_together(services: Iterable[Service]) -> None:
+    """Stop ``services`` side by side: each stop may wait a while (a periodic pass in
+    progress is let finish), and those waits overlap instead of adding up."""
+    await asyncio.gather(*(service.stop() for service in services))

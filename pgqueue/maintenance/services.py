@@ -22,7 +22,7 @@ from pgqueue.maintenance.reaper import Reaper
 from pgqueue.maintenance.retention import Retention
 from pgqueue.maintenance.webhook_delivery import WebhookDelivery
 from pgqueue.manager.context import EngineContext
-from pgqueue.service import Service
+from pgqueue.service import Service, stop_together
 
 __all__ = ["MaintenanceServices"]
 
@@ -58,9 +58,10 @@ class MaintenanceServices:
             await service.start()
 
     async def stop(self) -> None:
-        """Stop the services (last started first), then give up the leader seat."""
-        for service in reversed(self.services()[1:]):
-            await service.stop()
+        """Stop the services together (each lets a pass in progress finish, for a
+        while: :data:`~pgqueue.maintenance.periodic.STOP_GRACE_S`), then give up the
+        leader seat."""
+        await stop_together(self.services()[1:])
         try:
             await self.elector.resign()
         except PgQueueError as exc:

@@ -16,6 +16,8 @@ from pgqueue.maintenance import periodic
 from pgqueue.maintenance.leader import LeaderElector
 from pgqueue.maintenance.periodic import Periodic
 from pgqueue.manager.context import EngineContext
+from pgqueue.service import stop_together
+from pgqueue.testing import eventually
 
 
 class HeldPass(Periodic[int]):
@@ -75,3 +77,22 @@ async def test_stop_between_passes_starts_no_other_pass() -> None:
     await asyncio.wait_for(service.stop(), timeout=10)
     assert service.cancelled == 0 and service.finished >= 1
     assert service.state == "stopped"
+
+
+async def test_services_stopped_together_wait_for_their_passes_side_by_side(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A broker's upkeep stops in one grace, not one per service: a database that
+    stopped answering would otherwise hold every pass in turn."""
+    monkeypatch.setattr(periodic, "STOP_GRACE_S", 3600)
+    first, second = HeldPass(), HeldPass()
+    for service in (first, second):
+        await service.start()
+        await asyncio.wait_for(service.entered.wait(), timeout=10)
+    stopping = asyncio.create_task(stop_together([first, second]))
+    second.release.set()  # the one a stop in turn would come to last
+    await eventually(lambda: second.state == "stopped", message="the second stopped first")
+    assert not stopping.done() and first.state == "running"
+    first.release.set()
+    await asyncio.wait_for(stopping, timeout=10)
+    assert (first.finished, second.finished, first.cancelled, second.cancelled) == (1, 1, 0, 0)
