@@ -9,7 +9,8 @@ logged and the next one runs on time; ``passes``, ``last_report`` and the
 ``done`` event say how far it got.  :meth:`~Periodic.stop` lets a pass in progress
 finish, for up to :data:`STOP_GRACE_S`, before it cancels the service: a pass cut
 mid-statement left its transaction open on a pooled connection for the pool to
-reset (asyncpg reports that as an error), and a pass's work is short.
+reset (asyncpg reports that as an error).  Most passes take milliseconds; a long one
+(retention working through a backlog) is still cancelled after the grace.
 """
 
 from __future__ import annotations

@@ -44,7 +44,8 @@ class HeldPass(Periodic[int]):
         return self.finished
 
 
-async def test_stop_lets_a_pass_in_progress_finish() -> None:
+async def test_stop_lets_a_pass_in_progress_finish(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(periodic, "STOP_GRACE_S", 3600)  # the release, not the grace, ends it
     service = HeldPass()
     await service.start()
     await asyncio.wait_for(service.entered.wait(), timeout=10)
